@@ -1,0 +1,43 @@
+"""The one error type every loader raises, and the diagnostics loaders attach to what they load.
+
+A `FormatError` names the file, the place (chunk, record or block), the byte offset and the
+problem, so a user can find the bad bytes without a debugger. Recoverable oddities are
+`Diagnostic`s on the loaded object instead; `strict` loading turns them into errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class FormatError(Exception):
+    """Bad input: names the file, where in it, the byte offset and what was wrong."""
+
+    def __init__(self, path: str, where: str, offset: int | None, problem: str):
+        self.path = str(path)
+        self.where = where
+        self.offset = offset
+        self.problem = problem
+        super().__init__(self.sentence())
+
+    def sentence(self) -> str:
+        at = f" at byte {self.offset}" if self.offset is not None else ""
+        place = f" {self.where}" if self.where else ""
+        return f"{self.path}:{place}{at}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A recoverable problem found while loading; kept on the loaded object."""
+
+    where: str
+    offset: int | None
+    message: str
+
+    def sentence(self, path: str = "") -> str:
+        at = f" at byte {self.offset}" if self.offset is not None else ""
+        head = f"{path}: " if path else ""
+        return f"{head}{self.where}{at}: {self.message}"
+
+    def as_dict(self) -> dict:
+        return {"where": self.where, "offset": self.offset, "message": self.message}
