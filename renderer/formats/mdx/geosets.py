@@ -139,7 +139,7 @@ def _check_indices(r: Reader, g: Geoset, offsets: dict[str, int]) -> None:
 
 def write_geoset(g: Geoset, version: int, out: list) -> None:
     body: list = []
-    for attr, tag, dtype, k in ARRAYS:
+    for attr, tag, dtype, _ in ARRAYS:
         a = np.ascontiguousarray(getattr(g, attr), dtype=dtype)
         body.append(tag.encode() + U32.pack(len(a)))
         body.append(a.tobytes())
