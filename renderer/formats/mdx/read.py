@@ -238,3 +238,17 @@ def _validate(ctx: _Context) -> list[FormatError]:
         if not 0 <= ga.geoset_id < len(m.geosets) and ga.geoset_id != 0xFFFFFFFF:
             fail("GEOA", i, "geoset animation", f"names geoset {ga.geoset_id}, but the model has {len(m.geosets)}")
     return problems
+
+
+def chunk_table(data: bytes) -> list[tuple[str, int, int]]:
+    """(tag, offset, size) of each top-level chunk, for inspection; stops at the first bad header."""
+    out = []
+    pos = 4
+    while pos + 8 <= len(data):
+        tag = bytes(data[pos : pos + 4]).decode("latin-1")
+        size = U32.unpack_from(data, pos + 4)[0]
+        if size > len(data) - pos - 8:
+            break
+        out.append((tag, pos, size))
+        pos += 8 + size
+    return out
