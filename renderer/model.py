@@ -411,7 +411,7 @@ class Model:
 
 
 def same(a, b) -> bool:
-    """Deep model equality: numpy arrays by shape and value, detail fields ignored."""
+    """Deep model equality: arrays by shape and value, floats at float32 precision, detail fields ignored."""
     if a is b:
         return True
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
@@ -433,6 +433,11 @@ def same(a, b) -> bool:
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
-        return True
+    if isinstance(a, float) or isinstance(b, float):
+        # Every format stores these as float32: compare at that precision (NaN equals NaN).
+        try:
+            x, y = np.float32(a), np.float32(b)
+        except (TypeError, ValueError):
+            return False
+        return bool(x == y or (x != x and y != y))
     return a == b

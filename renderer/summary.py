@@ -16,10 +16,11 @@ NODE_FLAG_NAMES = (
     (0x8, "Billboarded"), (0x10, "BillboardedLockX"), (0x20, "BillboardedLockY"), (0x40, "BillboardedLockZ"),
     (0x80, "CameraAnchored"),
 )
-EMITTER_FLAG_NAMES = (
-    (0x8000, "Unshaded|EmitterUsesMDL"), (0x10000, "SortPrimsFarZ|EmitterUsesTGA"), (0x20000, "LineEmitter"),
+EMITTER2_FLAG_NAMES = (
+    (0x8000, "Unshaded"), (0x10000, "SortPrimsFarZ"), (0x20000, "LineEmitter"),
     (0x40000, "Unfogged"), (0x80000, "ModelSpace"), (0x100000, "XYQuad"),
 )
+EMITTER_FLAG_NAMES = ((0x8000, "EmitterUsesMDL"), (0x10000, "EmitterUsesTGA"))
 LAYER_FLAG_NAMES = (
     (0x1, "Unshaded"), (0x2, "SphereEnvMap"), (0x4, "WrapWidth"), (0x8, "WrapHeight"), (0x10, "TwoSided"),
     (0x20, "Unfogged"), (0x40, "NoDepthTest"), (0x80, "NoDepthSet"), (0x100, "Unlit"),
@@ -38,10 +39,8 @@ def flag_names(value: int, table) -> list[str]:
 
 
 def _node_flags(n: Node) -> list[str]:
-    table = NODE_FLAG_NAMES + NODE_TYPE_BITS
-    if type(n).__name__ in ("ParticleEmitter", "ParticleEmitter2", "PopcornEmitter"):
-        table = table + EMITTER_FLAG_NAMES
-    return flag_names(n.flags, table)
+    extra = {"ParticleEmitter": EMITTER_FLAG_NAMES, "ParticleEmitter2": EMITTER2_FLAG_NAMES}
+    return flag_names(n.flags, NODE_FLAG_NAMES + NODE_TYPE_BITS + extra.get(type(n).__name__, ()))
 
 
 def _filter_name(names, value: int) -> str:
