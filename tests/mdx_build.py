@@ -5,8 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from renderer.model import (
-    Attachment, Camera, CollisionShape, EventObject, FaceEffect, Helper, Layer, Light, Model, ParticleEmitter,
-    PopcornEmitter, SoundTrack, TextureAnimation, TextureSlot,
+    Attachment,
+    Camera,
+    CollisionShape,
+    EventObject,
+    FaceEffect,
+    Helper,
+    Layer,
+    Light,
+    Model,
+    ParticleEmitter,
+    PopcornEmitter,
+    SoundTrack,
+    TextureAnimation,
+    TextureSlot,
 )
 from renderer.samples.build import crate, effects, track
 

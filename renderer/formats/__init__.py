@@ -47,7 +47,8 @@ def format_of(path: Path) -> str:
         raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
     if head in MAGIC:
         return MAGIC[head]
-    raise FormatError(str(path), "", 0, f"unknown model format (extension {ext!r}; known: {', '.join(sorted(LOADERS))})")
+    known = ", ".join(sorted(LOADERS))
+    raise FormatError(str(path), "", 0, f"unknown model format (extension {ext!r}; known: {known})")
 
 
 def load_model(path: str | Path, strict: bool = False, **options):

@@ -5,8 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from renderer.model import (
-    Bone, Extent, Geoset, GeosetAnimation, Helper, Layer, Material, Model, ParticleEmitter2, RibbonEmitter,
-    Sequence, Texture, Track, key_dtype,
+    Bone,
+    Extent,
+    Geoset,
+    GeosetAnimation,
+    Helper,
+    Layer,
+    Material,
+    Model,
+    ParticleEmitter2,
+    RibbonEmitter,
+    Sequence,
+    Texture,
+    Track,
+    key_dtype,
 )
 
 
