@@ -170,6 +170,10 @@ class Geoset:
     tangents: np.ndarray | None = None  # (n, 4), 900+
     skin: np.ndarray | None = None  # (n, 8) u8: 4 bone indices then 4 weights (w / 255)
     uv_sets: list[np.ndarray] = field(default_factory=list)  # each (n, 2)
+    # Float skinning for formats that store real weights (Halo): (n, 4) node object ids and
+    # (n, 4) float32 weights. MDX uses `skin` or the matrix groups instead and never writes these.
+    bone_indices: np.ndarray | None = None
+    bone_weights: np.ndarray | None = None
     extra: bytes = detail(b"")
 
     @property
@@ -394,6 +398,8 @@ class Model:
     trailing: bytes = detail(b"")  # bytes after the last complete chunk
     diagnostics: list[Diagnostic] = detail(factory=list)
     path: str = detail("")
+    format: str = detail("mdx")  # which loader produced this model: mdx, mdl, halo
+    info: dict = detail(factory=dict)  # format-specific facts for `farm inspect` (Halo regions, ...)
 
     def nodes(self) -> list[Node]:
         """Every node record, in the order objectIds are conventionally assigned."""
