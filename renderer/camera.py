@@ -1,0 +1,166 @@
+"""Cameras: the documented auto framing, CAMS cameras by name, explicit eye/target/up/fov.
+
+Conventions (DESIGN.md): Z is up, models face +X. Auto camera: centre c = (min + max) / 2 of the
+chosen bounds, radius r = max(boundsRadius, |max - min| / 2); bounds come from the MODL extent,
+else the sequence's extent, else the box of all geoset vertices in bind pose, else c = origin and
+r = 100. Vertical fov 45 degrees, direction from azimuth 30 and elevation 20 degrees,
+d = 1.1 r / sin(fov / 2), eye = c + d dir, up = +Z, near = d / 100, far = 10 d. Right-handed
+look-at and an OpenGL perspective projection.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from renderer.model import Extent, Model
+
+AUTO_FOV_DEG = 45.0
+AUTO_AZIMUTH_DEG = 30.0
+AUTO_ELEVATION_DEG = 20.0
+
+
+class CameraError(ValueError):
+    """A camera spec that names no camera or cannot be parsed."""
+
+
+@dataclass(frozen=True)
+class Camera:
+    eye: tuple
+    target: tuple
+    up: tuple = (0.0, 0.0, 1.0)
+    fov_deg: float = AUTO_FOV_DEG
+    near: float = 1.0
+    far: float = 10000.0
+    source: str = "explicit"  # auto:<bounds source>, cams:<name>, explicit
+
+    def view(self) -> np.ndarray:
+        return look_at(self.eye, self.target, self.up)
+
+    def projection(self, aspect: float) -> np.ndarray:
+        return perspective(self.fov_deg, aspect, self.near, self.far)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        for k in ("eye", "target", "up"):
+            d[k] = [round(float(x), 6) for x in d[k]]
+        for k in ("fov_deg", "near", "far"):
+            d[k] = round(float(d[k]), 6)
+        return d
+
+
+def look_at(eye, target, up) -> np.ndarray:
+    e, t, u = (np.asarray(v, np.float64) for v in (eye, target, up))
+    f = t - e
+    n = np.linalg.norm(f)
+    f = f / n if n > 0 else np.array([1.0, 0.0, 0.0])
+    s = np.cross(f, u)
+    if np.linalg.norm(s) < 1e-9:  # looking along up: pick another up
+        s = np.cross(f, np.array([0.0, 1.0, 0.0]) if abs(f[1]) < 0.9 else np.array([1.0, 0.0, 0.0]))
+    s /= np.linalg.norm(s)
+    uu = np.cross(s, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = s, uu, -f
+    m[:3, 3] = -m[:3, :3] @ e
+    return m
+
+
+def perspective(fov_deg: float, aspect: float, near: float, far: float) -> np.ndarray:
+    f = 1.0 / math.tan(math.radians(fov_deg) / 2)
+    m = np.zeros((4, 4))
+    m[0, 0] = f / aspect
+    m[1, 1] = f
+    m[2, 2] = (far + near) / (near - far)
+    m[2, 3] = 2 * far * near / (near - far)
+    m[3, 2] = -1.0
+    return m
+
+
+def _usable(e: Extent | None) -> tuple[np.ndarray, float] | None:
+    if e is None:
+        return None
+    lo, hi = np.asarray(e.min, np.float64), np.asarray(e.max, np.float64)
+    c = (lo + hi) / 2
+    r = max(float(e.radius), float(np.linalg.norm(hi - lo) / 2))
+    if not (np.all(np.isfinite(c)) and math.isfinite(r)) or r <= 0:
+        return None
+    return c, r
+
+
+def model_bounds(model: Model, sequence: int | None = None) -> tuple[np.ndarray, float, str]:
+    """(centre, radius, source) following the documented order of bounds sources."""
+    got = _usable(model.extent)
+    if got:
+        return got[0], got[1], "model-extent"
+    if sequence is not None and 0 <= sequence < len(model.sequences):
+        got = _usable(model.sequences[sequence].extent)
+        if got:
+            return got[0], got[1], "sequence-extent"
+    verts = [g.vertices for g in model.geosets if len(g.vertices)]
+    if verts:
+        v = np.concatenate(verts).astype(np.float64)
+        v = v[np.all(np.isfinite(v), axis=1)]
+        if len(v):
+            lo, hi = v.min(0), v.max(0)
+            r = float(np.linalg.norm(hi - lo) / 2)
+            if r > 0:
+                return (lo + hi) / 2, r, "geoset-vertices"
+    return np.zeros(3), 100.0, "default"
+
+
+def auto_camera(model: Model, sequence: int | None = None, aspect: float = 1.0) -> Camera:
+    c, r, source = model_bounds(model, sequence)
+    fov = math.radians(AUTO_FOV_DEG)
+    if aspect < 1.0:  # keep the whole sphere in view horizontally too
+        fov_x_half = math.atan(math.tan(fov / 2) * aspect)
+        d = 1.1 * r / math.sin(fov_x_half)
+    else:
+        d = 1.1 * r / math.sin(fov / 2)
+    az, el = math.radians(AUTO_AZIMUTH_DEG), math.radians(AUTO_ELEVATION_DEG)
+    direction = np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)])
+    eye = c + d * direction
+    return Camera(tuple(eye.tolist()), tuple(c.tolist()), (0.0, 0.0, 1.0), AUTO_FOV_DEG, d / 100, 10 * d,
+                  f"auto:{source}")
+
+
+def cams_camera(model: Model, name: str) -> Camera:
+    for cam in model.cameras:
+        if str(cam.name).lower() == name.lower():
+            fov = math.degrees(cam.field_of_view) if cam.field_of_view < 3.2 else cam.field_of_view
+            near = cam.near_clip if cam.near_clip > 0 else 1.0
+            far = cam.far_clip if cam.far_clip > near else near * 1000
+            return Camera(tuple(map(float, cam.position)), tuple(map(float, cam.target)), (0.0, 0.0, 1.0),
+                          fov, near, far, f"cams:{cam.name}")
+    names = ", ".join(repr(str(c.name)) for c in model.cameras) or "none"
+    raise CameraError(f"the model has no camera named {name!r} (cameras: {names})")
+
+
+def parse_explicit(spec: str) -> Camera:
+    """'ex,ey,ez:tx,ty,tz:ux,uy,uz:fov' (fov in degrees; up and fov optional)."""
+    parts = spec.split(":")
+    try:
+        vecs = [tuple(float(x) for x in p.split(",")) for p in parts[:3]]
+        if len(vecs) < 2 or any(len(v) != 3 for v in vecs):
+            raise ValueError
+        fov = float(parts[3]) if len(parts) > 3 else AUTO_FOV_DEG
+    except ValueError:
+        raise CameraError(
+            f"cannot parse camera {spec!r}: expected eye:target[:up[:fov]] as x,y,z:x,y,z:x,y,z:deg"
+        ) from None
+    eye, target = vecs[0], vecs[1]
+    up = vecs[2] if len(vecs) > 2 else (0.0, 0.0, 1.0)
+    if not 1.0 <= fov <= 170.0:
+        raise CameraError(f"camera field of view {fov} is outside 1..170 degrees")
+    d = float(np.linalg.norm(np.subtract(target, eye))) or 1.0
+    return Camera(eye, target, up, fov, d / 100, d * 100, "explicit")
+
+
+def resolve_camera(spec: str, model: Model, sequence: int | None = None, aspect: float = 1.0) -> Camera:
+    """'auto', a CAMS camera name, or an explicit eye:target:up:fov."""
+    if spec in ("", "auto"):
+        return auto_camera(model, sequence, aspect)
+    if spec.count(":") >= 1 and any(ch.isdigit() for ch in spec.split(":")[0]):
+        return parse_explicit(spec)
+    return cams_camera(model, spec)

@@ -1,0 +1,118 @@
+"""GPU resources of one model: geoset vertex/index buffers and textures (needs a current context)."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+# Interleaved per-vertex layout: position 3, normal 3, palette indices 4, weights 4 (float32).
+STRIDE_FLOATS = 14
+
+
+class GeosetBuffers:
+    __slots__ = ("vao", "vbo", "uvbo", "ebo", "count", "nverts", "nsets")
+
+    def __init__(self, positions, normals, bones, weights, uv_sets, triangles):
+        from OpenGL import GL
+
+        n = len(positions)
+        inter = np.empty((n, STRIDE_FLOATS), np.float32)
+        inter[:, 0:3] = positions
+        inter[:, 3:6] = normals
+        inter[:, 6:10] = bones
+        inter[:, 10:14] = weights
+        uvs = np.concatenate([np.asarray(u, np.float32).reshape(n, 2) for u in uv_sets]) if uv_sets else (
+            np.zeros((n, 2), np.float32))
+        idx = np.ascontiguousarray(triangles, np.uint32).reshape(-1)
+        self.nverts, self.nsets, self.count = n, max(len(uv_sets), 1), len(idx)
+        self.vao = int(GL.glGenVertexArrays(1))
+        self.vbo, self.uvbo, self.ebo = (int(x) for x in GL.glGenBuffers(3))
+        GL.glBindVertexArray(self.vao)
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.vbo)
+        GL.glBufferData(GL.GL_ARRAY_BUFFER, inter.nbytes, inter, GL.GL_STATIC_DRAW)
+        stride = STRIDE_FLOATS * 4
+        for loc, size, off in ((0, 3, 0), (1, 3, 3), (2, 4, 6), (3, 4, 10)):
+            GL.glEnableVertexAttribArray(loc)
+            GL.glVertexAttribPointer(loc, size, GL.GL_FLOAT, GL.GL_FALSE, stride, ctypes.c_void_p(off * 4))
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.uvbo)
+        GL.glBufferData(GL.GL_ARRAY_BUFFER, uvs.nbytes, np.ascontiguousarray(uvs), GL.GL_STATIC_DRAW)
+        GL.glEnableVertexAttribArray(4)
+        GL.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(0))
+        GL.glBindBuffer(GL.GL_ELEMENT_ARRAY_BUFFER, self.ebo)
+        GL.glBufferData(GL.GL_ELEMENT_ARRAY_BUFFER, max(idx.nbytes, 4), idx if len(idx) else np.zeros(1, np.uint32),
+                        GL.GL_STATIC_DRAW)
+        GL.glBindVertexArray(0)
+
+    def use_uv_set(self, k: int) -> None:
+        """Point the UV attribute at set k (the layer's coordId); a missing set falls back to set 0."""
+        from OpenGL import GL
+
+        k = k if 0 <= k < self.nsets else 0
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.uvbo)
+        GL.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(k * self.nverts * 8))
+        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
+
+    def draw(self) -> None:
+        from OpenGL import GL
+
+        GL.glDrawElements(GL.GL_TRIANGLES, self.count, GL.GL_UNSIGNED_INT, ctypes.c_void_p(0))
+
+    def delete(self) -> None:
+        from OpenGL import GL
+
+        GL.glDeleteVertexArrays(1, [self.vao])
+        GL.glDeleteBuffers(3, [self.vbo, self.uvbo, self.ebo])
+
+
+def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool) -> int:
+    """An RGBA8 texture with mipmaps; REPEAT on an axis whose wrap flag is set, else CLAMP_TO_EDGE."""
+    from OpenGL import GL
+
+    rgba = np.ascontiguousarray(rgba, np.uint8)
+    h, w = rgba.shape[:2]
+    tex = int(GL.glGenTextures(1))
+    GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
+    GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
+    GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, w, h, 0, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, rgba)
+    GL.glGenerateMipmap(GL.GL_TEXTURE_2D)
+    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_LINEAR_MIPMAP_LINEAR)
+    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_LINEAR)
+    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_S, GL.GL_REPEAT if wrap_s else GL.GL_CLAMP_TO_EDGE)
+    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_T, GL.GL_REPEAT if wrap_t else GL.GL_CLAMP_TO_EDGE)
+    GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
+    return tex
+
+
+class PaletteBuffer:
+    """A texture buffer of affine matrices (3 RGBA32F texels per matrix), refilled every frame."""
+
+    def __init__(self):
+        from OpenGL import GL
+
+        self.buffer = int(GL.glGenBuffers(1))
+        self.texture = int(GL.glGenTextures(1))
+        self.capacity = 0
+
+    def upload(self, matrices: np.ndarray) -> None:
+        """matrices: (M, 4, 4); only the first three rows are stored."""
+        from OpenGL import GL
+
+        rows = np.ascontiguousarray(np.asarray(matrices, np.float32)[:, :3, :]).reshape(-1)
+        if len(rows) == 0:
+            rows = np.zeros(12, np.float32)
+        GL.glBindBuffer(GL.GL_TEXTURE_BUFFER, self.buffer)
+        if rows.nbytes > self.capacity:
+            GL.glBufferData(GL.GL_TEXTURE_BUFFER, rows.nbytes, rows, GL.GL_DYNAMIC_DRAW)
+            self.capacity = rows.nbytes
+        else:
+            GL.glBufferSubData(GL.GL_TEXTURE_BUFFER, 0, rows.nbytes, rows)
+        GL.glBindTexture(GL.GL_TEXTURE_BUFFER, self.texture)
+        GL.glTexBuffer(GL.GL_TEXTURE_BUFFER, GL.GL_RGBA32F, self.buffer)
+        GL.glBindBuffer(GL.GL_TEXTURE_BUFFER, 0)
+
+    def delete(self) -> None:
+        from OpenGL import GL
+
+        GL.glDeleteTextures(1, [self.texture])
+        GL.glDeleteBuffers(1, [self.buffer])
