@@ -9,6 +9,7 @@ marked `detail` and are ignored by `same()`, the model equality used by conversi
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,7 @@ for _tags, _t in (
 INTERPOLATIONS = ("DontInterp", "Linear", "Hermite", "Bezier")
 
 
+@functools.cache
 def key_dtype(tag: str, interpolation: int) -> np.dtype:
     base, k = TRACK_TYPES[tag]
     value = (base, (k,)) if k > 1 else base

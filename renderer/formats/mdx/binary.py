@@ -113,6 +113,16 @@ class Reader:
         return a
 
 
+def append_sized(out: list, body: list, header: bytes = b"", inclusive: bool = True) -> None:
+    """Append `header`, the body's byte length (+4 when the size counts itself), then the body.
+
+    The pieces are appended, not joined: the file is joined once, at the end.
+    """
+    n = sum(map(len, body))
+    out.append(header + U32.pack(n + 4 if inclusive else n))
+    out.extend(body)
+
+
 def fixed_string(raw: bytes) -> RawStr:
     """Decode a NUL-padded fixed-size name, keeping the exact bytes for a byte-exact rewrite."""
     cut = raw.find(b"\0")

@@ -13,7 +13,7 @@ import numpy as np
 from renderer.errors import FormatError
 from renderer.model import Extent, Geoset
 
-from .binary import Reader, encode_fixed, fixed_string
+from .binary import Reader, append_sized, encode_fixed, fixed_string
 
 U32 = struct.Struct("<I")
 EXTENT = struct.Struct("<7f")
@@ -69,7 +69,7 @@ def read_geoset(r: Reader, version: int) -> tuple[Geoset, dict[str, int], list[F
     g.extent = _extent(gr.unpack(EXTENT, "geoset extent"))
     n = gr.count("sequence extent", EXTENT.size)
     ext = gr.array("<f4", n * 7, "sequence extents").reshape(n, 7)
-    g.sequence_extents = [_extent(tuple(float(x) for x in row)) for row in ext]
+    g.sequence_extents = [_extent(row) for row in ext.tolist()]
     if gr.peek_tag() == "TANG":
         g.tangents, _ = _sub_array(gr, "TANG", "<f4", 4)
     if gr.peek_tag() == "SKIN":
@@ -161,9 +161,7 @@ def write_geoset(g: Geoset, version: int, out: list) -> None:
         uv = np.ascontiguousarray(uv, "<f4")
         body.append(b"UVBS" + U32.pack(len(uv)) + uv.tobytes())
     body.append(g.extra)
-    data = b"".join(body)
-    out.append(U32.pack(len(data) + 4))
-    out.append(data)
+    append_sized(out, body)
 
 
 def _pack_extent(e: Extent) -> bytes:

@@ -13,7 +13,7 @@ import struct
 from renderer.formats import options
 from renderer.model import Layer, Material, TextureSlot
 
-from .binary import Reader, encode_fixed, fixed_string
+from .binary import Reader, append_sized, encode_fixed, fixed_string
 from .tracks import read_track, read_tracks, write_track
 
 U32 = struct.Struct("<I")
@@ -91,9 +91,7 @@ def write_material(mat: Material, version: int, out: list) -> None:
     for layer in mat.layers:
         write_layer(layer, version, body)
     body.append(mat.extra)
-    data = b"".join(body)
-    out.append(U32.pack(len(data) + 4))
-    out.append(data)
+    append_sized(out, body)
 
 
 def write_layer(layer: Layer, version: int, out: list) -> None:
@@ -112,8 +110,6 @@ def write_layer(layer: Layer, version: int, out: list) -> None:
     for t in layer.tracks.values():
         write_track(t, body)
     body.append(layer.extra)
-    data = b"".join(body)
-    out.append(U32.pack(len(data) + 4))
-    out.append(data)
+    append_sized(out, body)
 
 

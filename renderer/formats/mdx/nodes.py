@@ -6,7 +6,7 @@ import struct
 
 from renderer.model import Node
 
-from .binary import Reader, encode_fixed, fixed_string
+from .binary import Reader, append_sized, encode_fixed, fixed_string
 from .tracks import NODE_TRACKS, read_tracks, write_track
 
 NODE_IDS = struct.Struct("<IiI")  # objectId, parentId, flags
@@ -36,6 +36,4 @@ def write_node(node: Node, out: list) -> None:
     for t in node.node_tracks.values():
         write_track(t, body)
     body.append(node.node_extra)
-    data = b"".join(body)
-    out.append(struct.pack("<I", len(data) + 4))
-    out.append(data)
+    append_sized(out, body)

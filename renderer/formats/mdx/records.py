@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from renderer import model as m
 
 from . import layouts as L
-from .binary import Reader
+from .binary import Reader, append_sized
 from .nodes import read_node, write_node
 from .tracks import read_tracks, write_track
 
@@ -65,9 +65,7 @@ class RecordSpec:
                 write_track(t, body)
         if self.inclusive:
             body.append(obj.extra)
-            data = b"".join(body)
-            out.append(U32.pack(len(data) + 4))
-            out.append(data)
+            append_sized(out, body)
         else:
             out.extend(body)
 

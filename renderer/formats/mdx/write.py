@@ -9,6 +9,7 @@ import numpy as np
 from renderer.model import Model
 
 from . import layouts as L
+from .binary import append_sized
 from .chunks import CANONICAL_ORDER, FIXED_CHUNKS, RECORD_CHUNKS
 from .records import FIXED_RECORDS
 
@@ -87,5 +88,4 @@ def _chunk(model: Model, tag: str, used: dict[str, int], count: int | None, out:
             spec.write(obj, v, body)
         stop = start + len(records)
     used[tag] = stop if stop is not None else start
-    data = b"".join(body)
-    out.append(tag.encode("latin-1") + U32.pack(len(data)) + data)
+    append_sized(out, body, tag.encode("latin-1"), inclusive=False)
