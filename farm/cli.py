@@ -50,6 +50,66 @@ def cmd_convert(args) -> int:
     return 0
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 512x512, got {text!r}") from None
+    if not (1 <= w <= 8192 and 1 <= h <= 8192):
+        raise argparse.ArgumentTypeError(f"size {w}x{h} is outside 1..8192")
+    return w, h
+
+
+def _times(args, model, seq) -> list[int]:
+    if args.times:
+        try:
+            return [int(t) for t in args.times.split(",") if t.strip()]
+        except ValueError:
+            raise SystemExit(f"farm render: --times must be integers in ms, comma-separated: {args.times!r}") from None
+    if args.every:
+        if seq is None:
+            raise SystemExit("farm render: --every needs a sequence, and the model has none")
+        start, end = model.sequences[seq].interval
+        return list(range(0, max(end - start, 0) + 1, args.every))
+    return [args.time]
+
+
+def cmd_render(args) -> int:
+    from renderer.anim import UnknownSequence, find_sequence
+
+    from renderer.camera import CameraError
+    from renderer.frame import FrameSpec, Renderer
+    from renderer.png import write_png
+
+    model = _load(args.model, strict=args.strict)
+    sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
+    try:
+        seq = find_sequence(model, sequence)
+    except UnknownSequence as e:
+        raise SystemExit(f"farm render: {args.model}: {e}") from None
+    times = _times(args, model, seq)
+    out = Path(args.output)
+    renderer = Renderer(args.backend)
+    try:
+        for i, t in enumerate(times):
+            spec = FrameSpec(sequence=seq, time_ms=t, width=args.size[0], height=args.size[1], camera=args.camera,
+                             team=args.team, msaa=args.msaa, background=args.background, assets=tuple(args.assets),
+                             missing_textures=args.missing_textures)
+            try:
+                frame = renderer.render(model, spec)
+            except (CameraError, ValueError) as e:
+                raise SystemExit(f"farm render: {args.model}: {e}") from None
+            dest = out if len(times) == 1 else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")
+            write_png(dest, frame.rgba, frame.trace)
+            if i == 0:
+                for d in frame.diagnostics:
+                    print(f"warning: {d.sentence(args.model)}", file=sys.stderr)
+            print(f"{dest}: t={t} ms")
+    finally:
+        renderer.close()
+    return 0
+
+
 def cmd_demo(args) -> int:
     from renderer.formats import load_model, save_model
     from renderer.samples import write_samples
@@ -86,6 +146,24 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("output")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     s.set_defaults(func=cmd_convert)
+
+    s = sub.add_parser("render", help="render frames of a model to PNG")
+    s.add_argument("model")
+    s.add_argument("-o", "--output", required=True, help="PNG path (numbered when several times are rendered)")
+    s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")
+    s.add_argument("--time", type=int, default=0, help="ms from the sequence start")
+    s.add_argument("--times", help="several times in ms, e.g. 0,250,500")
+    s.add_argument("--every", type=int, help="render every N ms of the sequence")
+    s.add_argument("--size", type=_size, default=(512, 512), help="WxH, default 512x512")
+    s.add_argument("--camera", default="auto", help="auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]")
+    s.add_argument("--team", type=int, default=0, help="team colour index 0-27")
+    s.add_argument("--msaa", type=int, default=0, help="MSAA samples (clamped to what GL grants)")
+    s.add_argument("--background", default="transparent", help="transparent or #rrggbb")
+    s.add_argument("--assets", action="append", default=[], help="asset root (repeatable)")
+    s.add_argument("--missing-textures", choices=("checker", "white"), default="checker")
+    s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"))
+    s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    s.set_defaults(func=cmd_render)
 
     s = sub.add_parser("demo", help="write the bundled sample models and inspect them")
     s.add_argument("--out", default="demo-out")

@@ -13,21 +13,25 @@ NODE_IDS = struct.Struct("<IiI")  # objectId, parentId, flags
 NODE_FIXED = 4 + 80 + NODE_IDS.size  # 96
 
 
+NODE_HEAD = struct.Struct("<I80sIiI")  # inclusive size, name, objectId, parentId, flags
+
+
 def read_node(r: Reader, node: Node) -> None:
     start = r.pos
-    size = r.u32("node inclusive size")
-    if size < NODE_FIXED or size - 4 > r.remaining:
+    if r.end - start < NODE_FIXED:
+        r.need(NODE_FIXED, "node header")
+    size, name, node.object_id, node.parent_id, node.flags = NODE_HEAD.unpack_from(r.buf, start)
+    if size < NODE_FIXED or size > r.end - start:
         raise r.error(
-            f"node inclusive size {size} is outside 96..{r.remaining + 4} (the bytes left in the record)",
-            start,
+            f"node inclusive size {size} is outside 96..{r.remaining} (the bytes left in the record)", start
         )
-    nr = Reader(r.buf, r.path, r.where + " node", r.pos, start + size)
-    r.pos = start + size
-    node.name = fixed_string(nr.raw(80, "node name"))
-    node.object_id, node.parent_id, node.flags = nr.unpack(NODE_IDS, "node ids and flags")
+    node.name = fixed_string(name)
     node.node_tracks = {}
-    read_tracks(nr, NODE_TRACKS, node.node_tracks)
-    node.node_extra = nr.rest()
+    r.pos = start + size
+    if size > NODE_FIXED:
+        nr = Reader(r.buf, r.path, r.where + " node", start + NODE_FIXED, start + size)
+        read_tracks(nr, NODE_TRACKS, node.node_tracks)
+        node.node_extra = nr.rest()
 
 
 def write_node(node: Node, out: list) -> None:
