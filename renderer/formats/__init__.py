@@ -15,6 +15,8 @@ from renderer.errors import FormatError
 LOADERS: dict[str, str] = {
     ".mdx": "renderer.formats.mdx:load_mdx",
     ".mdl": "renderer.formats.mdl:load_mdl",
+    ".model": "renderer.formats.halo:load_halo_model",  # Halo 1 Xbox model tag (no magic at offset 0)
+    ".gbxmodel": "renderer.formats.halo:load_halo_model",  # Halo 1 PC model tag
 }
 WRITERS: dict[str, str] = {
     ".mdx": "renderer.formats.mdx:save_mdx",
