@@ -19,7 +19,16 @@ def _load(path: str, strict: bool = False, **opts):
 def cmd_inspect(args) -> int:
     from renderer.summary import format_text, summarize
 
-    model = _load(args.file, strict=args.strict)
+    model = _load(args.file, strict=args.strict, **_halo_options(args))
+    if model.format == "halo":
+        from renderer.formats.halo import format_halo_info
+
+        if args.json:
+            info = dict(model.info, diagnostics=[d.as_dict() for d in model.diagnostics], path=model.path)
+            print(json.dumps(info, indent=2, sort_keys=True, default=str))
+        else:
+            print(format_halo_info(model.info, model.diagnostics))
+        return 0
     chunks = None
     if Path(args.file).suffix.lower() == ".mdx" or Path(args.file).read_bytes()[:4] == b"MDLX":
         from renderer.formats.mdx import chunk_table
@@ -31,6 +40,22 @@ def cmd_inspect(args) -> int:
     else:
         print(format_text(summary))
     return 0
+
+
+def _halo_options(args) -> dict:
+    """Loader options that only Halo tags take (LOD, regions, permutation, tag root)."""
+    target = getattr(args, "file", None) or getattr(args, "model", None) or ""
+    if Path(target).suffix.lower() not in (".model", ".gbxmodel"):
+        return {}
+    return {k: getattr(args, k) for k in ("lod", "permutation", "regions", "tag_root") if getattr(args, k, None)}
+
+
+def _add_halo_options(s) -> None:
+    g = s.add_argument_group("Halo model tags")
+    g.add_argument("--lod", help="super_high (default), high, medium, low, super_low, or 0-4")
+    g.add_argument("--permutation", help="permutation name or index for every region (default 0)")
+    g.add_argument("--regions", help="regions to draw, names or indices separated by commas (default all)")
+    g.add_argument("--tag-root", dest="tag_root", help="tags folder for shader and bitmap references")
 
 
 def cmd_convert(args) -> int:
@@ -76,12 +101,11 @@ def _times(args, model, seq) -> list[int]:
 
 def cmd_render(args) -> int:
     from renderer.anim import UnknownSequence, find_sequence
-
     from renderer.camera import CameraError
     from renderer.frame import FrameSpec, Renderer
     from renderer.png import write_png
 
-    model = _load(args.model, strict=args.strict)
+    model = _load(args.model, strict=args.strict, **_halo_options(args))
     sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
     try:
         seq = find_sequence(model, sequence)
@@ -139,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.add_argument("--json", action="store_true", help="print JSON with stable keys")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    _add_halo_options(s)
     s.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("convert", help="convert MDX <-> MDL by the output's extension")
@@ -163,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--missing-textures", choices=("checker", "white"), default="checker")
     s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"))
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    _add_halo_options(s)
     s.set_defaults(func=cmd_render)
 
     s = sub.add_parser("demo", help="write the bundled sample models and inspect them")

@@ -1,0 +1,169 @@
+"""`Renderer.render(model, FrameSpec) -> Frame`: the one public entry for drawing a frame.
+
+A frame is a pure function of its trace: the model's content hash, sequence, time, camera, size,
+MSAA, team colour, background, this renderer's version and the GL environment. Everything that
+decides the pixels goes into `Frame.trace`; nothing else (wall time, order, process) may.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from renderer.camera import Camera, resolve_camera
+from renderer.errors import Diagnostic
+from renderer.model import Model
+
+RENDERER_VERSION = "0.1"
+
+
+@dataclass(frozen=True)
+class FrameSpec:
+    sequence: int | str | None = None  # index or name; None = the first sequence (rest pose if none)
+    time_ms: int = 0  # from the sequence start
+    width: int = 512
+    height: int = 512
+    camera: str = "auto"  # auto | CAMS name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]
+    team: int = 0
+    msaa: int = 0
+    background: str = "transparent"  # transparent | #rrggbb
+    assets: tuple = ()
+    missing_textures: str = "checker"  # checker | white
+
+    def background_rgba(self) -> tuple[float, float, float, float]:
+        if self.background == "transparent":
+            return (0.0, 0.0, 0.0, 0.0)
+        m = re.fullmatch(r"#?([0-9a-fA-F]{6})", self.background)
+        if not m:
+            raise ValueError(f"background must be 'transparent' or '#rrggbb', got {self.background!r}")
+        v = int(m.group(1), 16)
+        return ((v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, 1.0)
+
+
+@dataclass
+class Frame:
+    rgba: np.ndarray
+    trace: dict
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def model_hash(model: Model) -> str:
+    """sha256 of the model file's bytes (or of its MDX serialisation when it has no file)."""
+    if model.path and Path(model.path).is_file():
+        return hashlib.sha256(Path(model.path).read_bytes()).hexdigest()
+    from renderer.formats.mdx import write_mdx
+
+    return hashlib.sha256(write_mdx(model)).hexdigest()
+
+
+def find_sequence(model: Model, sequence: int | str | None) -> int | None:
+    """Sequence index from an index, a name (case-insensitive) or None (the first, if any)."""
+    from renderer.anim import find_sequence as anim_find
+
+    return anim_find(model, sequence)
+
+
+class Renderer:
+    """Owns one GL context (created lazily, in the calling process) and per-model GPU resources."""
+
+    def __init__(self, backend: str = "auto"):
+        self.backend = backend
+        self._ctx = None
+        self._program = None
+        self._palette = None
+        self._models: dict[int, object] = {}
+
+    @property
+    def context(self):
+        if self._ctx is None:
+            from renderer.gl import create_context
+
+            self._ctx = create_context(self.backend)
+            self._ctx.make_current()
+        return self._ctx
+
+    def gl_info(self) -> dict:
+        return self.context.info.as_dict()
+
+    def _gpu(self, model: Model, spec: FrameSpec):
+        from renderer.scene import ModelGPU
+
+        key = (id(model), spec.team, tuple(spec.assets), spec.missing_textures)
+        gpu = self._models.get(key)
+        if gpu is None or gpu.model is not model:
+            if gpu is not None:
+                gpu.delete()
+            gpu = ModelGPU(model, spec.assets, spec.team, spec.missing_textures)
+            self._models[key] = gpu
+        return gpu
+
+    def forget(self, model: Model) -> None:
+        """Free the GPU resources of a model (call when a batch moves on to another model)."""
+        for key in [k for k in self._models if k[0] == id(model)]:
+            self._models.pop(key).delete()
+
+    def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None) -> Frame:
+        from renderer.gl.framebuffer import Framebuffer
+        from renderer.gl.model_program import ModelProgram
+        from renderer.gl.resources import PaletteBuffer
+        from renderer.scene import draw_model, frame_state
+
+        ctx = self.context
+        ctx.make_current()
+        if self._program is None:
+            self._program = ModelProgram()
+            self._palette = PaletteBuffer()
+        seq = find_sequence(model, spec.sequence)
+        aspect = spec.width / spec.height
+        camera = resolve_camera(spec.camera, model, seq, aspect)
+        bg = spec.background_rgba()
+        gpu = self._gpu(model, spec)
+        state = frame_state(model, seq, spec.time_ms, camera)
+        fb = Framebuffer(spec.width, spec.height, spec.msaa)
+        try:
+            fb.clear(bg)
+            draw_model(gpu, state, camera, aspect, self._program, self._palette)
+            rgba = fb.read_rgba()
+            granted = fb.granted_samples
+        finally:
+            fb.delete()
+        trace = self.trace(model, spec, seq, camera, granted, model_digest)
+        return Frame(rgba, trace, list(gpu.diagnostics))
+
+    def trace(self, model: Model, spec: FrameSpec, seq: int | None, camera: Camera, msaa: int,
+              model_digest: str | None) -> dict:
+        return {
+            "renderer_version": RENDERER_VERSION,
+            "model": Path(model.path).name if model.path else str(model.name),
+            "model_hash": model_digest or model_hash(model),
+            "sequence": None if seq is None else str(model.sequences[seq].name),
+            "sequence_index": seq,
+            "time_ms": int(spec.time_ms),
+            "camera": camera.as_dict(),
+            "size": [spec.width, spec.height],
+            "msaa_requested": spec.msaa,
+            "msaa": msaa,
+            "team": spec.team,
+            "background": spec.background,
+            "missing_textures": spec.missing_textures,
+            "gl": self.gl_info(),
+        }
+
+    def close(self) -> None:
+        for gpu in self._models.values():
+            gpu.delete()
+        self._models.clear()
+        if self._program is not None:
+            self._program.delete()
+            self._palette.delete()
+            self._program = self._palette = None
+        if self._ctx is not None:
+            self._ctx.release()
+            self._ctx = None
+
+
+__all__ = ["Frame", "FrameSpec", "Renderer"]

@@ -1,0 +1,195 @@
+"""Drawing one model: GPU resources per model, the per-frame state, and the layer draw loop.
+
+Draw order follows the game: geosets whose material starts with an opaque layer (None or
+Transparent) first, in file order; then the rest, stably sorted by the material's priority plane.
+Each geoset draws its material's layers in order with the blend/depth state of `renderer.blending`.
+Reforged HD materials (a 900/1000 material with shader "Shader_HD_DefaultUnit", or 1100+ layers
+with shaderTypeId 1) draw their diffuse texture only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from renderer import blending
+from renderer.errors import Diagnostic
+from renderer.model import Geoset, Material, Model
+
+HIDDEN_GEOSET_ALPHA = 0.01  # a geoset at or below this alpha is not drawn (as the viewer does)
+HD_SHADER = "Shader_HD_DefaultUnit"
+
+
+def vertex_skin(model: Model, g: Geoset) -> tuple[np.ndarray, np.ndarray]:
+    """Per-vertex palette indices and weights (n, 4) float32 into the geoset's group palette."""
+    from renderer.anim.skinning import vertex_weights
+
+    return vertex_weights(model, g)
+
+
+class ModelGPU:
+    """Vertex buffers and textures of one model in the current context."""
+
+    def __init__(self, model: Model, assets, team: int, missing: str):
+        from renderer.gl.resources import GeosetBuffers, upload_texture
+        from renderer.texture_set import load_textures
+
+        self.model = model
+        self.diagnostics: list[Diagnostic] = []
+        self.geosets: list[GeosetBuffers | None] = []
+        for g in model.geosets:
+            tris = g.triangles
+            if len(g.vertices) == 0 or len(tris) == 0:
+                self.geosets.append(None)
+                continue
+            bones, weights = vertex_skin(model, g)
+            self.geosets.append(GeosetBuffers(g.vertices, g.normals, bones, weights, g.uv_sets, tris))
+        texset = load_textures(model, list(assets), team, missing)
+        self.diagnostics.extend(texset.diagnostics)
+        self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t) for t in texset.textures]
+        self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
+        self.order = draw_order(model)
+
+    def delete(self) -> None:
+        from OpenGL import GL
+
+        for b in self.geosets:
+            if b is not None:
+                b.delete()
+        if self.textures:
+            GL.glDeleteTextures(len(self.textures), self.textures)
+        GL.glDeleteTextures(1, [self.fallback])
+        self.geosets, self.textures = [], []
+
+
+def is_hd(model: Model, mat: Material) -> bool:
+    return str(mat.shader) == HD_SHADER or (model.version >= 1100 and any(ly.shader_type_id == 1 for ly in mat.layers))
+
+
+def draw_order(model: Model) -> list[int]:
+    """Geoset indices in drawing order (see the module docstring)."""
+    opaque, rest = [], []
+    for i, g in enumerate(model.geosets):
+        if not 0 <= g.material_id < len(model.materials):
+            continue
+        mat = model.materials[g.material_id]
+        first = mat.layers[0].filter_mode if mat.layers else 0
+        (opaque if blending.layer_state(first).opaque else rest).append(i)
+    rest.sort(key=lambda i: model.materials[model.geosets[i].material_id].priority_plane)
+    return opaque + rest
+
+
+def frame_state(model: Model, sequence: int | None, time_ms: int, camera):
+    from renderer.anim import pose_at
+
+    return pose_at(model, sequence, time_ms, camera.view())
+
+
+def _layer_texture(model: Model, mat: Material, li: int, state) -> int:
+    layer = mat.layers[li]
+    tid = state.layer_texture(mat, li)
+    if model.version >= 1100 and layer.textures:
+        diffuse = next((s for s in layer.textures if s.slot == 0), layer.textures[0])
+        tid = diffuse.texture_id
+    return tid
+
+
+def draw_model(gpu: ModelGPU, state, camera, aspect: float, program, palette) -> None:
+    from OpenGL import GL
+
+    model = gpu.model
+    loc = program.loc
+    GL.glUseProgram(program.program)
+    GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(camera.view(), np.float32))
+    GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, np.asarray(camera.projection(aspect), np.float32))
+    from renderer.gl.model_program import AMBIENT, LIGHT_COLOR, LIGHT_DIRECTION
+
+    light = np.asarray(LIGHT_DIRECTION, np.float64)
+    GL.glUniform3f(loc["u_light_direction"], *(light / np.linalg.norm(light)))
+    GL.glUniform3f(loc["u_light_color"], *LIGHT_COLOR)
+    GL.glUniform3f(loc["u_ambient"], *AMBIENT)
+    GL.glUniform1i(loc["u_texture"], 0)
+    GL.glUniform1i(loc["u_palette"], 1)
+
+    # One palette buffer for the frame: every geoset's group matrices, back to back.
+    palettes, offsets, at = [], [], 0
+    for gi in range(len(model.geosets)):
+        p = state.palette(gi)
+        palettes.append(p)
+        offsets.append(at)
+        at += len(p)
+    palette.upload(np.concatenate(palettes) if palettes else np.zeros((1, 4, 4), np.float32))
+    GL.glActiveTexture(GL.GL_TEXTURE1)
+    GL.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
+    GL.glActiveTexture(GL.GL_TEXTURE0)
+
+    GL.glEnable(GL.GL_DEPTH_TEST)
+    GL.glDepthFunc(GL.GL_LEQUAL)
+    GL.glFrontFace(GL.GL_CCW)
+    for gi in gpu.order:
+        buf = gpu.geosets[gi]
+        if buf is None:
+            continue
+        alpha = state.geoset_alpha(gi)
+        if alpha <= HIDDEN_GEOSET_ALPHA:
+            continue
+        color = state.geoset_color(gi)
+        g = model.geosets[gi]
+        mat = model.materials[g.material_id]
+        GL.glUniform1i(loc["u_palette_offset"], offsets[gi])
+        GL.glBindVertexArray(buf.vao)
+        layers = range(1 if is_hd(model, mat) else len(mat.layers))
+        for li in layers:
+            layer = mat.layers[li]
+            layer_alpha = state.layer_alpha(mat, li) * alpha
+            if layer_alpha <= 0.0:
+                continue
+            st = blending.layer_state(layer.filter_mode)
+            flags = layer.shading_flags
+            _apply_state(st, flags | (0x10 if mat.flags & 0x2 else 0))
+            tid = _layer_texture(model, mat, li, state)
+            tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
+            GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
+            GL.glUniform4f(loc["u_color"], color[0], color[1], color[2], layer_alpha)
+            GL.glUniform1f(loc["u_alpha_test"], st.alpha_test)
+            GL.glUniform1i(loc["u_opaque"], 1 if st.opaque else 0)
+            GL.glUniform1i(loc["u_unshaded"], 1 if flags & (blending.UNSHADED | 0x100) else 0)
+            GL.glUniform1i(loc["u_sphere_env"], 1 if flags & blending.SPHERE_ENV_MAP else 0)
+            uvm = state.uv_matrix(layer.texture_animation_id)
+            GL.glUniformMatrix3fv(loc["u_uv_matrix"], 1, GL.GL_TRUE, np.asarray(uvm, np.float32))
+            buf.use_uv_set(layer.coord_id)
+            buf.draw()
+    GL.glBindVertexArray(0)
+    GL.glDepthMask(GL.GL_TRUE)
+    GL.glDisable(GL.GL_BLEND)
+
+
+_FACTORS: dict[str, int] = {}
+
+
+def _factor(name: str) -> int:
+    if not _FACTORS:
+        from OpenGL import GL
+
+        for n in ("ZERO", "ONE", "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "SRC_COLOR", "DST_COLOR"):
+            _FACTORS[n] = getattr(GL, f"GL_{n}")
+    return _FACTORS[name]
+
+
+def _apply_state(st: blending.BlendState, flags: int) -> None:
+    from OpenGL import GL
+
+    if st.blend is None:
+        GL.glDisable(GL.GL_BLEND)
+    else:
+        GL.glEnable(GL.GL_BLEND)
+        GL.glBlendFuncSeparate(*(_factor(f) for f in st.blend))
+    if flags & blending.NO_DEPTH_TEST:
+        GL.glDisable(GL.GL_DEPTH_TEST)
+    else:
+        GL.glEnable(GL.GL_DEPTH_TEST)
+    GL.glDepthMask(GL.GL_TRUE if st.depth_write and not flags & blending.NO_DEPTH_SET else GL.GL_FALSE)
+    if flags & blending.TWO_SIDED:
+        GL.glDisable(GL.GL_CULL_FACE)
+    else:
+        GL.glEnable(GL.GL_CULL_FACE)
+        GL.glCullFace(GL.GL_BACK)
