@@ -34,10 +34,10 @@ def track(tag: str, frames, values, interpolation: int = 1, global_sequence_id: 
     return Track(tag, interpolation, global_sequence_id, keys)
 
 
-def checker(size: int = 64, cells: int = 8, a=(230, 230, 230), b=(40, 90, 200)) -> np.ndarray:
+def checker(size: int = 64, cells: int = 8, a=(230, 230, 230, 255), b=(40, 90, 200, 255)) -> np.ndarray:
     y, x = np.mgrid[0:size, 0:size] * cells // size
     img = np.empty((size, size, 4), np.uint8)
-    img[...] = np.where(((x + y) % 2 == 0)[..., None], np.array(a + (255,)), np.array(b + (255,)))
+    img[...] = np.where(((x + y) % 2 == 0)[..., None], np.array(a), np.array(b))
     return img
 
 
@@ -145,7 +145,8 @@ def crate() -> tuple[Model, dict]:
     m.bones = [bone]
     m.pivots = np.zeros((1, 3), "<f4")
     m.extent = extent_of(np.vstack([v, lv]))
-    return m, {"Textures\\Crate.tga": checker(), "Textures\\Glow.tga": radial()}
+    # Clear cells in the crate texture let the team colour layer underneath show through.
+    return m, {"Textures\\Crate.tga": checker(a=(230, 230, 230, 255), b=(0, 0, 0, 0)), "Textures\\Glow.tga": radial()}
 
 
 FILTER_COLORS = ((220, 60, 60, 255), (60, 200, 60, 128), (60, 90, 230, 128), (240, 200, 40, 200),
@@ -153,11 +154,11 @@ FILTER_COLORS = ((220, 60, 60, 255), (60, 200, 60, 128), (60, 90, 230, 128), (24
 
 
 def filter_modes() -> tuple[Model, dict]:
-    """Seven quads over a white backing plate, one per layer filter mode 0..6, left to right."""
+    """Seven quads over a mid-grey backing plate, one per layer filter mode 0..6, left to right."""
     m = _model("FilterModes", [("Stand", (0, 1000), 0)])
     textures = {}
     m.textures.append(Texture(path="Textures\\Backing.tga"))
-    textures["Textures\\Backing.tga"] = solid((255, 255, 255, 255))
+    textures["Textures\\Backing.tga"] = solid((128, 128, 128, 255))
     m.materials.append(Material(layers=[Layer(filter_mode=0, texture_id=0, shading_flags=0x1)]))
     for mode, color in enumerate(FILTER_COLORS):
         rel = f"Textures\\Mode{mode}.tga"
@@ -214,7 +215,7 @@ def effects() -> tuple[Model, dict]:
     m.extent = Extent(120.0, (-60.0, -60.0, 0.0), (60.0, 60.0, 160.0))
     return m, {"Textures\\Flame.tga": radial(color=(255, 220, 120)),
                "Textures\\Smoke.tga": radial(color=(255, 255, 255)),
-               "Textures\\Stone.tga": checker(a=(120, 110, 100), b=(80, 70, 60)),
+               "Textures\\Stone.tga": checker(a=(120, 110, 100, 255), b=(80, 70, 60, 255)),
                "Textures\\Trail.tga": solid((120, 200, 255, 255))}
 
 
