@@ -1,0 +1,306 @@
+"""Node world matrices (format reference §2.10 "Node transform").
+
+Conventions
+-----------
+* Column vectors: a point p maps to M @ [p, 1]. Matrices are (4, 4) float64, row-major in numpy
+  (m[:3, 3] is the translation). Z is up and models face +X (DESIGN.md).
+* Nodes are indexed by object id; the output has N = max object id + 1 rows. An id no node uses gets
+  the identity. If two nodes share an object id, the first in `Model.nodes()` order is used (noted).
+* The camera is a view matrix (world -> view, OpenGL: the camera looks down its -Z, +Y is screen up).
+  Only its rotation and eye position are used. `view=None` means `DEFAULT_VIEW`, the auto camera's
+  direction (azimuth 30, elevation 20 degrees, up +Z) looking at the origin.
+
+Per node, with pivot c and sampled translation t, rotation r (normalised quaternion) and scale s:
+
+    local = T(c) T(t) R(r) S(s) T(-c),   world = parentWorld @ local
+
+which is exactly what runs for every node without special flags. Equivalently the world matrix of a
+node is T(a) A T(-c): its pivot lands at a = parentWorld @ c + Lp t (Lp = the parent's 3x3 part) and
+A = Lp R(r) S(s) is its linear part. Nodes with flags 0x1..0x80 use that form with the parent
+replaced by an effective parent built from the parent's tracked world rotation Rp (the product of the
+chain's rotations) and world scale Sp (the componentwise product of its scales), as the viewer tracks
+them:
+
+* DontInheritRotation (0x2) / DontInheritScaling (0x4) (`formats.options` names the bits): Lp becomes
+  R(Rp') diag(Sp') with Rp' = identity when rotation is not inherited, Sp' = 1 when scaling is not.
+  (Without either flag Lp is the parent's exact 3x3 part.)
+* DontInheritTranslation (0x1): the parent does not move the node's pivot: a = c + Lp' t, i.e. the
+  pivot stays where the bind pose puts it in model space (plus the node's own translation).
+* Billboarded (0x8): the world rotation becomes B R(r) where B maps the node's +X to the direction
+  toward the viewer (the view's +Z in world space), +Y to screen right and +Z to screen up (the
+  viewer's camera-inverse rotation times its MDX basis change). Scale stays Sp' * s, the pivot
+  position is inherited as usual. The direction is the view's, the same for every node (as the
+  viewer does), not the direction to the eye.
+* BillboardedLockX/Y/Z (0x10/0x20/0x40, ignored when 0x8 is set; X wins over Y over Z): the camera
+  direction d (as above) is expressed in the node's frame, d' = (Rp' r)^-1 d, and the node turns
+  about its own axis toward it: the local rotation becomes r * axis(angle) with angle =
+  atan2(d'.z, d'.y) about X (its +Y then faces the camera; the node's local z scale is also negated,
+  the Warsmash-derived fix the viewer carries), atan2(-d'.z, d'.x) about Y and atan2(d'.y, d'.x)
+  about Z (its +X then faces the camera).
+* CameraAnchored (0x80): no source renders it; we pin the node's pivot to the camera's eye position
+  (a = eye + Lp' t). Rotation and scale are inherited as usual.
+
+World rotation and scale (rotation Rp' r, or B r for billboards; scale Sp' * s) are tracked on every
+node above a flagged node, where they are needed.
+
+Every node is evaluated every frame (the viewer skips updating an emitter or attachment node while
+its visibility is <= 0; that changes nothing visible, and `Pose.node_visibility` reports it).
+
+Hierarchy: a parent id that names no node, or the node itself, makes the node a root; a cycle is
+broken by making its member with the smallest object id a root. Each case is noted in `notes`. Nodes
+are evaluated level by level (all nodes of one depth at once), so there is no recursion.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from renderer.anim import quat
+from renderer.formats.options import (
+    NODE_FLAG_DONT_INHERIT_ROTATION,
+    NODE_FLAG_DONT_INHERIT_SCALING,
+    NODE_FLAG_DONT_INHERIT_TRANSLATION,
+)
+from renderer.model import Model, Node
+
+BILLBOARDED = 0x8
+BILLBOARDED_LOCK_X = 0x10
+BILLBOARDED_LOCK_Y = 0x20
+BILLBOARDED_LOCK_Z = 0x40
+CAMERA_ANCHORED = 0x80
+SPECIAL_FLAGS = (NODE_FLAG_DONT_INHERIT_TRANSLATION | NODE_FLAG_DONT_INHERIT_ROTATION
+                 | NODE_FLAG_DONT_INHERIT_SCALING | BILLBOARDED | BILLBOARDED_LOCK_X | BILLBOARDED_LOCK_Y
+                 | BILLBOARDED_LOCK_Z | CAMERA_ANCHORED)
+
+
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """Right-handed OpenGL look-at view matrix (world -> view)."""
+    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
+    f = target - eye
+    f /= np.linalg.norm(f)
+    r = np.cross(f, up)
+    if np.linalg.norm(r) < 1e-12:  # looking along `up`: pick any perpendicular
+        r = np.cross(f, [1.0, 0.0, 0.0] if abs(f[0]) < 0.9 else [0.0, 1.0, 0.0])
+    r /= np.linalg.norm(r)
+    u = np.cross(r, f)
+    m = np.eye(4)
+    m[0, :3], m[1, :3], m[2, :3] = r, u, -f
+    m[:3, 3] = -m[:3, :3] @ eye
+    return m
+
+
+def _default_view() -> np.ndarray:
+    az, el = np.radians(30.0), np.radians(20.0)
+    d = np.array([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)])
+    return look_at(d, (0.0, 0.0, 0.0))
+
+
+DEFAULT_VIEW = _default_view()
+
+
+class CameraFrame:
+    """What billboards and camera anchors need from a view matrix."""
+
+    def __init__(self, view=None):
+        view = DEFAULT_VIEW if view is None else np.asarray(view, np.float64)
+        if view.shape != (4, 4) or not np.all(np.isfinite(view)):
+            raise ValueError("view must be a finite 4x4 matrix")
+        rot = view[:3, :3]
+        norms = np.linalg.norm(rot, axis=1, keepdims=True)
+        if np.any(norms == 0):
+            raise ValueError("view matrix has a zero row in its rotation part")
+        rot = rot / norms
+        self.view = view
+        self.right, self.up, self.back = rot[0], rot[1], rot[2]  # view axes in world space
+        # Eye = where the view maps to its origin; for a rigid view that is -R^T t.
+        try:
+            self.eye = -np.linalg.solve(view[:3, :3], view[:3, 3])
+        except np.linalg.LinAlgError:
+            raise ValueError("view matrix has a singular rotation part") from None
+        # Billboard basis: node +X -> toward the viewer, +Y -> screen right, +Z -> screen up.
+        self.billboard = np.stack([self.back, self.right, self.up], axis=1)
+        self.billboard_quat = quat.from_matrix(self.billboard)
+
+
+def _local_matrices(pivots, t, r, s):
+    """local = T(c) T(t) R(r) S(s) T(-c) for every node: (N, 4, 4)."""
+    a = quat.to_matrix(r) * s[:, None, :]
+    m = np.zeros((len(pivots), 4, 4))
+    m[:, :3, :3] = a
+    m[:, :3, 3] = pivots + t - np.einsum("nij,nj->ni", a, pivots)
+    m[:, 3, 3] = 1.0
+    return m
+
+
+class Skeleton:
+    """A model's node hierarchy compiled for repeated evaluation."""
+
+    def __init__(self, model: Model):
+        self.notes: list[str] = []
+        nodes = model.nodes()
+        by_id: dict[int, Node] = {}
+        for node in nodes:
+            oid = int(node.object_id)
+            if oid < 0:
+                self.notes.append(f"node {node.name!r} has negative object id {oid}; ignored")
+                continue
+            if oid in by_id:
+                self.notes.append(f"object id {oid} used by {by_id[oid].name!r} and {node.name!r}; "
+                                  f"the second is ignored")
+                continue
+            by_id[oid] = node
+        self.count = n = (max(by_id) + 1) if by_id else 0
+        self.nodes: list[Node | None] = [by_id.get(i) for i in range(n)]
+        self.pivots = np.zeros((n, 3))
+        pivots = np.asarray(model.pivots, np.float64).reshape(-1, 3)
+        for oid in by_id:
+            if oid < len(pivots):
+                self.pivots[oid] = pivots[oid]
+            else:
+                self.notes.append(f"node {by_id[oid].name!r} (object id {oid}) has no pivot; using the origin")
+        self.flags = np.array([int(nd.flags) if nd is not None else 0 for nd in self.nodes], np.int64)
+        self.parents = self._resolve_parents(by_id)
+        self.depth = self._depths()
+        self.special = (self.flags & SPECIAL_FLAGS) != 0
+        self.track_rotation = bool(self.special.any())
+        # World rotation/scale are only needed on the chains above flagged nodes.
+        self.needs_rotation = np.zeros(n, bool)
+        for oid in np.flatnonzero(self.special):
+            p = int(self.parents[oid])
+            while p < n and not self.needs_rotation[p]:
+                self.needs_rotation[p] = True
+                p = int(self.parents[p])
+        self.levels = []
+        for d in range(int(self.depth.max()) + 1 if n else 0):
+            idx = np.flatnonzero(self.depth == d)
+            plain = idx[~self.special[idx]]
+            flagged = idx[self.special[idx]]
+            self.levels.append((plain, self.parents[plain], flagged, self.parents[flagged]))
+        self.rotation_levels = [(p[self.needs_rotation[p]], pp[self.needs_rotation[p]]) for p, pp, _, _ in self.levels]
+
+    # -- hierarchy ------------------------------------------------------------------------------
+
+    def _resolve_parents(self, by_id) -> np.ndarray:
+        n = self.count
+        root = n  # the virtual identity parent
+        parents = np.full(n, root, np.int64)
+        for oid, node in by_id.items():
+            p = int(node.parent_id)
+            if p == -1 or p == 0xFFFFFFFF:
+                continue
+            if p == oid:
+                self.notes.append(f"node {node.name!r} (object id {oid}) is its own parent; treated as a root")
+            elif p not in by_id:
+                self.notes.append(f"node {node.name!r} (object id {oid}) has missing parent {p}; treated as a root")
+            else:
+                parents[oid] = p
+        # Break cycles: walk each chain; a node met twice on one walk closes a cycle.
+        state = np.zeros(n, np.int8)  # 0 unvisited, 1 on the current walk, 2 done
+        for start in range(n):
+            path = []
+            i = start
+            while i != root and state[i] == 0:
+                state[i] = 1
+                path.append(i)
+                i = int(parents[i])
+            if i != root and state[i] == 1:  # cycle: i .. end of path
+                cycle = path[path.index(i):]
+                cut = min(cycle)
+                parents[cut] = root
+                names = ", ".join(str(c) for c in sorted(cycle))
+                self.notes.append(f"parent cycle among object ids {names}; object id {cut} treated as a root")
+            for j in path:
+                state[j] = 2
+        return parents
+
+    def _depths(self) -> np.ndarray:
+        n = self.count
+        depth = np.full(n, -1, np.int64)
+        for start in range(n):
+            chain = []
+            i = start
+            while i != n and depth[i] < 0:
+                chain.append(i)
+                i = int(self.parents[i])
+            d = -1 if i == n else int(depth[i])
+            for j in reversed(chain):
+                d += 1
+                depth[j] = d
+        return depth
+
+    # -- evaluation -----------------------------------------------------------------------------
+
+    def world_matrices(self, translation, rotation, scaling, view=None, camera: CameraFrame | None = None
+                       ) -> np.ndarray:
+        """(N, 4, 4) world matrices from per-node local translation (N, 3), rotation (N, 4) xyzw and
+        scaling (N, 3), indexed by object id."""
+        n = self.count
+        t = np.asarray(translation, np.float64).reshape(n, 3)
+        r = quat.normalize(np.asarray(rotation, np.float64).reshape(n, 4))
+        s = np.asarray(scaling, np.float64).reshape(n, 3)
+        world = np.empty((n + 1, 4, 4))
+        world[n] = np.eye(4)
+        local = _local_matrices(self.pivots, t, r, s)
+        if not self.track_rotation:
+            for plain, par, _, _ in self.levels:
+                world[plain] = world[par] @ local[plain]
+            return world[:n]
+        cam = camera if camera is not None else CameraFrame(view)
+        wrot = np.empty((n + 1, 4))
+        wrot[n] = quat.IDENTITY
+        wscale = np.ones((n + 1, 3))
+        for (plain, par, flagged, fpar), (rp, rpar) in zip(self.levels, self.rotation_levels, strict=True):
+            if len(plain):
+                world[plain] = world[par] @ local[plain]
+            if len(rp):
+                wrot[rp] = quat.multiply(wrot[rpar], r[rp])
+                wscale[rp] = wscale[rpar] * s[rp]
+            if len(flagged):
+                self._flagged(flagged, fpar, t, r, s, world, wrot, wscale, cam)
+        return world[:n]
+
+    def _flagged(self, idx, par, t, r, s, world, wrot, wscale, cam: CameraFrame):
+        f = self.flags[idx]
+        dit = (f & NODE_FLAG_DONT_INHERIT_TRANSLATION) != 0
+        dir_ = (f & NODE_FLAG_DONT_INHERIT_ROTATION) != 0
+        dis = (f & NODE_FLAG_DONT_INHERIT_SCALING) != 0
+        bb = (f & BILLBOARDED) != 0
+        lx = ((f & BILLBOARDED_LOCK_X) != 0) & ~bb
+        ly = ((f & BILLBOARDED_LOCK_Y) != 0) & ~bb & ~lx
+        lz = ((f & BILLBOARDED_LOCK_Z) != 0) & ~bb & ~lx & ~ly
+        anchored = (f & CAMERA_ANCHORED) != 0
+
+        wp = world[par]
+        rp = np.where(dir_[:, None], quat.IDENTITY, wrot[par])
+        sp = np.where(dis[:, None], 1.0, wscale[par])
+        lp = np.where((dir_ | dis)[:, None, None], quat.to_matrix(rp) * sp[:, None, :], wp[:, :3, :3])
+        c = self.pivots[idx]
+        carried = np.einsum("nij,nj->ni", wp[:, :3, :3], c) + wp[:, :3, 3]
+        anchor = np.where(dit[:, None], c, carried)
+        anchor = np.where(anchored[:, None], cam.eye, anchor)
+        a = anchor + np.einsum("nij,nj->ni", lp, t[idx])
+
+        rl = r[idx].copy()
+        sl = s[idx].copy()
+        lock = lx | ly | lz
+        if lock.any():
+            d = quat.rotate(quat.conjugate(quat.multiply(rp, rl)), np.broadcast_to(cam.back, (len(idx), 3)))
+            angle = np.where(lx, np.arctan2(d[:, 2], d[:, 1]),
+                             np.where(ly, np.arctan2(-d[:, 2], d[:, 0]), np.arctan2(d[:, 1], d[:, 0])))
+            axis = np.where(lx[:, None], [1.0, 0.0, 0.0], np.where(ly[:, None], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]))
+            turned = quat.multiply(rl, quat.axis_angle(axis, angle))
+            rl = np.where(lock[:, None], turned, rl)
+            sl[lx, 2] *= -1.0
+        rot = quat.multiply(rp, rl)
+        rot = np.where(bb[:, None], quat.multiply(np.broadcast_to(cam.billboard_quat, rl.shape), rl), rot)
+        sc = sp * sl
+        lin_plain = lp @ (quat.to_matrix(rl) * sl[:, None, :])
+        lin_bb = quat.to_matrix(rot) * sc[:, None, :]
+        lin = np.where(bb[:, None, None], lin_bb, lin_plain)
+        m = np.zeros((len(idx), 4, 4))
+        m[:, :3, :3] = lin
+        m[:, :3, 3] = a - np.einsum("nij,nj->ni", lin, c)
+        m[:, 3, 3] = 1.0
+        world[idx] = m
+        wrot[idx] = rot
+        wscale[idx] = sc
