@@ -1,0 +1,27 @@
+"""Warcraft III text models (MDL): the same Model as MDX, read and written as text.
+
+`read_mdl(text)` / `load_mdl(path)` parse, `write_mdl(model)` / `save_mdl(model, path)` write.
+MDX -> MDL -> MDX keeps every field and every float32 bit (see the module docs of `fields`,
+`materials`, `geosets` and `nodes` for the syntax of each block, including the extensions this
+writer needs for exactness: `Flags n`, `SelectionFlags n`, `LightType n`, explicit face/group lists).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .read import load_mdl, read_mdl
+from .write import write_mdl
+
+
+def save_mdl(model, path) -> None:
+    """Write atomically; names that are not UTF-8 go back to their original bytes."""
+    path = Path(path)
+    data = write_mdl(model).encode("utf-8", "surrogateescape")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+__all__ = ["load_mdl", "read_mdl", "save_mdl", "write_mdl"]
