@@ -100,15 +100,15 @@ def _times(args, model, seq) -> list[int]:
 
 
 def cmd_render(args) -> int:
-    from renderer.anim import UnknownSequence, find_sequence
+    from renderer.anim import UnknownSequence
     from renderer.camera import CameraError
-    from renderer.frame import FrameSpec, Renderer
+    from renderer.frame import FrameSpec, Renderer, resolve_sequence
     from renderer.png import write_png
 
     model = _load(args.model, strict=args.strict, **_halo_options(args))
     sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
     try:
-        seq = find_sequence(model, sequence)
+        seq = resolve_sequence(model, sequence)
     except UnknownSequence as e:
         raise SystemExit(f"farm render: {args.model}: {e}") from None
     times = _times(args, model, seq)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from renderer.anim import TIME_RULE, find_sequence
 from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.model import Model
@@ -60,11 +61,11 @@ def model_hash(model: Model) -> str:
     return hashlib.sha256(write_mdx(model)).hexdigest()
 
 
-def find_sequence(model: Model, sequence: int | str | None) -> int | None:
-    """Sequence index from an index, a name (case-insensitive) or None (the first, if any)."""
-    from renderer.anim import find_sequence as anim_find
-
-    return anim_find(model, sequence)
+def resolve_sequence(model: Model, sequence: int | str | None) -> int | None:
+    """The sequence index a FrameSpec means: None is the first sequence, or no sequence at all."""
+    if sequence is None:
+        return 0 if model.sequences else None
+    return find_sequence(model, sequence)
 
 
 class Renderer:
@@ -110,23 +111,23 @@ class Renderer:
         from renderer.gl.framebuffer import Framebuffer
         from renderer.gl.model_program import ModelProgram
         from renderer.gl.resources import PaletteBuffer
-        from renderer.scene import draw_model, frame_state
+        from renderer.scene import draw_model
 
         ctx = self.context
         ctx.make_current()
         if self._program is None:
             self._program = ModelProgram()
             self._palette = PaletteBuffer()
-        seq = find_sequence(model, spec.sequence)
+        seq = resolve_sequence(model, spec.sequence)
         aspect = spec.width / spec.height
         camera = resolve_camera(spec.camera, model, seq, aspect)
         bg = spec.background_rgba()
         gpu = self._gpu(model, spec)
-        state = frame_state(model, seq, spec.time_ms, camera)
+        pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
         fb = Framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
-            draw_model(gpu, state, camera, aspect, self._program, self._palette)
+            draw_model(gpu, pose, camera, aspect, self._program, self._palette)
             rgba = fb.read_rgba()
             granted = fb.granted_samples
         finally:
@@ -143,6 +144,7 @@ class Renderer:
             "sequence": None if seq is None else str(model.sequences[seq].name),
             "sequence_index": seq,
             "time_ms": int(spec.time_ms),
+            "time_rule": TIME_RULE,
             "camera": camera.as_dict(),
             "size": [spec.width, spec.height],
             "msaa_requested": spec.msaa,

@@ -13,39 +13,33 @@ import numpy as np
 
 from renderer import blending
 from renderer.errors import Diagnostic
-from renderer.model import Geoset, Material, Model
+from renderer.model import Material, Model
 
-HIDDEN_GEOSET_ALPHA = 0.01  # a geoset at or below this alpha is not drawn (as the viewer does)
 HD_SHADER = "Shader_HD_DefaultUnit"
 
 
-def vertex_skin(model: Model, g: Geoset) -> tuple[np.ndarray, np.ndarray]:
-    """Per-vertex palette indices and weights (n, 4) float32 into the geoset's group palette."""
-    from renderer.anim.skinning import vertex_weights
-
-    return vertex_weights(model, g)
-
-
 class ModelGPU:
-    """Vertex buffers and textures of one model in the current context."""
+    """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
     def __init__(self, model: Model, assets, team: int, missing: str):
+        from renderer.anim import Animator
         from renderer.gl.resources import GeosetBuffers, upload_texture
         from renderer.texture_set import load_textures
 
         self.model = model
-        self.diagnostics: list[Diagnostic] = []
+        self.animator = Animator(model)
+        self.diagnostics: list[Diagnostic] = [Diagnostic("animation", None, note) for note in self.animator.notes]
         self.geosets: list[GeosetBuffers | None] = []
-        for g in model.geosets:
+        for g, skin in zip(model.geosets, self.animator.skins, strict=True):
             tris = g.triangles
             if len(g.vertices) == 0 or len(tris) == 0:
                 self.geosets.append(None)
                 continue
-            bones, weights = vertex_skin(model, g)
-            self.geosets.append(GeosetBuffers(g.vertices, g.normals, bones, weights, g.uv_sets, tris))
+            self.geosets.append(GeosetBuffers(g.vertices, g.normals, skin.bone_indices.astype(np.float32),
+                                              skin.bone_weights, g.uv_sets, tris))
         texset = load_textures(model, list(assets), team, missing)
         self.diagnostics.extend(texset.diagnostics)
-        self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t) for t in texset.textures]
+        self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing") for t in texset.textures]
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
         self.order = draw_order(model)
 
@@ -78,22 +72,22 @@ def draw_order(model: Model) -> list[int]:
     return opaque + rest
 
 
-def frame_state(model: Model, sequence: int | None, time_ms: int, camera):
-    from renderer.anim import pose_at
-
-    return pose_at(model, sequence, time_ms, camera.view())
-
-
-def _layer_texture(model: Model, mat: Material, li: int, state) -> int:
-    layer = mat.layers[li]
-    tid = state.layer_texture(mat, li)
-    if model.version >= 1100 and layer.textures:
-        diffuse = next((s for s in layer.textures if s.slot == 0), layer.textures[0])
-        tid = diffuse.texture_id
-    return tid
+def _layer_texture(model: Model, pose, flat: int) -> int:
+    """The layer's (animated) texture; for 1100+ layers with texture slots, the diffuse slot's."""
+    slots = np.flatnonzero(pose.slot_layer == flat)
+    if model.version >= 1100 and len(slots):
+        diffuse = slots[pose.slot_kind[slots] == 0]
+        return int(pose.slot_texture_id[diffuse[0] if len(diffuse) else slots[0]])
+    return int(pose.layer_texture_id[flat])
 
 
-def draw_model(gpu: ModelGPU, state, camera, aspect: float, program, palette) -> None:
+def _uv_matrix(pose, texture_animation_id: int) -> np.ndarray:
+    if 0 <= texture_animation_id < len(pose.uv_matrices):
+        return pose.uv_matrices[texture_animation_id]
+    return np.eye(3)
+
+
+def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> None:
     from OpenGL import GL
 
     model = gpu.model
@@ -112,8 +106,7 @@ def draw_model(gpu: ModelGPU, state, camera, aspect: float, program, palette) ->
 
     # One palette buffer for the frame: every geoset's group matrices, back to back.
     palettes, offsets, at = [], [], 0
-    for gi in range(len(model.geosets)):
-        p = state.palette(gi)
+    for p in pose.palettes:
         palettes.append(p)
         offsets.append(at)
         at += len(p)
@@ -129,10 +122,10 @@ def draw_model(gpu: ModelGPU, state, camera, aspect: float, program, palette) ->
         buf = gpu.geosets[gi]
         if buf is None:
             continue
-        alpha = state.geoset_alpha(gi)
-        if alpha <= HIDDEN_GEOSET_ALPHA:
+        if not pose.geoset_visible[gi]:
             continue
-        color = state.geoset_color(gi)
+        alpha = float(pose.geoset_alpha[gi])
+        color = pose.geoset_color[gi]
         g = model.geosets[gi]
         mat = model.materials[g.material_id]
         GL.glUniform1i(loc["u_palette_offset"], offsets[gi])
@@ -140,13 +133,14 @@ def draw_model(gpu: ModelGPU, state, camera, aspect: float, program, palette) ->
         layers = range(1 if is_hd(model, mat) else len(mat.layers))
         for li in layers:
             layer = mat.layers[li]
-            layer_alpha = state.layer_alpha(mat, li) * alpha
+            flat = pose.layer_index[(g.material_id, li)]
+            layer_alpha = float(pose.layer_alpha[flat]) * alpha
             if layer_alpha <= 0.0:
                 continue
             st = blending.layer_state(layer.filter_mode)
             flags = layer.shading_flags
             _apply_state(st, flags | (0x10 if mat.flags & 0x2 else 0))
-            tid = _layer_texture(model, mat, li, state)
+            tid = _layer_texture(model, pose, flat)
             tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
             GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
             GL.glUniform4f(loc["u_color"], color[0], color[1], color[2], layer_alpha)
@@ -154,7 +148,7 @@ def draw_model(gpu: ModelGPU, state, camera, aspect: float, program, palette) ->
             GL.glUniform1i(loc["u_opaque"], 1 if st.opaque else 0)
             GL.glUniform1i(loc["u_unshaded"], 1 if flags & (blending.UNSHADED | 0x100) else 0)
             GL.glUniform1i(loc["u_sphere_env"], 1 if flags & blending.SPHERE_ENV_MAP else 0)
-            uvm = state.uv_matrix(layer.texture_animation_id)
+            uvm = _uv_matrix(pose, layer.texture_animation_id)
             GL.glUniformMatrix3fv(loc["u_uv_matrix"], 1, GL.GL_TRUE, np.asarray(uvm, np.float32))
             buf.use_uv_set(layer.coord_id)
             buf.draw()

@@ -65,8 +65,11 @@ class GeosetBuffers:
         GL.glDeleteBuffers(3, [self.vbo, self.uvbo, self.ebo])
 
 
-def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool) -> int:
-    """An RGBA8 texture with mipmaps; REPEAT on an axis whose wrap flag is set, else CLAMP_TO_EDGE."""
+def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool, smooth: bool = True) -> int:
+    """An RGBA8 texture; REPEAT on an axis whose wrap flag is set, else CLAMP_TO_EDGE.
+
+    `smooth`: trilinear filtering with mipmaps; otherwise nearest texels (placeholders stay crisp).
+    """
     from OpenGL import GL
 
     rgba = np.ascontiguousarray(rgba, np.uint8)
@@ -75,9 +78,11 @@ def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool) -> int:
     GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
     GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
     GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, w, h, 0, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, rgba)
-    GL.glGenerateMipmap(GL.GL_TEXTURE_2D)
-    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, GL.GL_LINEAR_MIPMAP_LINEAR)
-    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_LINEAR)
+    if smooth:
+        GL.glGenerateMipmap(GL.GL_TEXTURE_2D)
+    minify = GL.GL_LINEAR_MIPMAP_LINEAR if smooth else GL.GL_NEAREST
+    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, minify)
+    GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_LINEAR if smooth else GL.GL_NEAREST)
     GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_S, GL.GL_REPEAT if wrap_s else GL.GL_CLAMP_TO_EDGE)
     GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_T, GL.GL_REPEAT if wrap_t else GL.GL_CLAMP_TO_EDGE)
     GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
