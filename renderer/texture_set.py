@@ -92,8 +92,7 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
         if halo:
             from renderer.formats.halo import resolve_halo_bitmap
 
-            rgba, notes = resolve_halo_bitmap(model, i)
-            out.diagnostics.extend(notes)
+            rgba = resolve_halo_bitmap(model, i)  # adds its own diagnostics to the model
             if rgba is not None:
                 out.textures.append(LoadedTexture(rgba, True, True, str(tex.path)))
                 continue

@@ -1,0 +1,350 @@
+"""Compare a rendered frame with its golden: exact digest first, then SSIM and a pixel gate.
+
+`compare(new, golden, thresholds)` returns a `Comparison`:
+
+1. Size. Frames of different width or height fail at once, with a reason naming both sizes (never
+   an exception).
+2. Exact match. `image_digest` is the sha256 of the canonical RGBA bytes (uint8, row-major, with
+   the width and height in the hashed header; an RGB image counts as RGBA with alpha 255), so it
+   does not depend on how a PNG was encoded. Equal digests -> status "identical".
+3. Alpha rule (premultiplied colour, alpha compared on its own). Both frames are premultiplied in
+   8 bits: each colour channel becomes round(c * a / 255), alpha stays as it is.
+   - SSIM is computed on the three premultiplied colour channels (mean over channels). When
+     either frame has any alpha below 255, SSIM is also computed on the alpha channel, and the
+     score is the smaller of the two; for two fully opaque frames the alpha SSIM is 1 and the
+     score is exactly skimage's RGB SSIM of the frames.
+   - The pixel gate uses the largest absolute difference over the four premultiplied channels.
+   So fully transparent pixels compare equal whatever colour they carry (they all premultiply to
+   0, 0, 0, 0), the same colours under a different alpha do not (alpha differs, and so does the
+   premultiplied colour unless it is black), and an alpha channel that did not change can never
+   average a colour difference away: a threshold means the same for opaque and transparent renders.
+4. SSIM with pinned settings (`farm.ssim`: Gaussian window sigma 1.5, 11 taps, data range 255,
+   population covariance, borders cropped by 5 pixels), equal to
+   `skimage.metrics.structural_similarity(..., gaussian_weights=True, sigma=1.5,
+   use_sample_covariance=False, data_range=255, channel_axis=-1)`.
+5. Pixel gate: `pixels_over` is the share of pixels whose largest channel difference exceeds
+   `Thresholds.pixel_delta`. A mean SSIM can hide a small broken region; the gate does not.
+
+The frame passes when SSIM >= `min_ssim` and `pixels_over` <= `max_pixels_over` (defaults 0.99,
+16 and 0.001, i.e. at most 0.1% of pixels off by more than 16). Frames smaller than 11 x 11 have no
+SSIM (`ssim` is None) and are judged by the pixel gate alone.
+
+`diff_heatmap` and `ssim_heatmap` turn a difference or an SSIM map into an opaque RGBA image with
+one fixed colour ramp (black for no difference, through blue, purple, red and orange, to pale
+yellow for the largest), for the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
+
+import numpy as np
+
+from farm.ssim import WIN_SIZE, ssim_channels
+
+__all__ = [
+    "Comparison",
+    "Thresholds",
+    "as_rgba",
+    "compare",
+    "diff_heatmap",
+    "image_digest",
+    "premultiply",
+    "ssim_heatmap",
+]
+
+Status = Literal["identical", "pass", "fail"]
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a frame that is not byte-identical to its golden still passes.
+
+    min_ssim: the lowest accepted SSIM score (-1 .. 1).
+    pixel_delta: a pixel is "off" when its largest channel difference exceeds this (0 .. 255).
+    max_pixels_over: the largest accepted share of off pixels (0 .. 1; 0.001 = 0.1%).
+    """
+
+    min_ssim: float = 0.99
+    pixel_delta: int = 16
+    max_pixels_over: float = 0.001
+
+    def __post_init__(self) -> None:
+        # Validated here, so direct construction is checked as strictly as from_dict; stored as plain
+        # Python numbers so the values serialise as they read.
+        object.__setattr__(self, "min_ssim", _number("min_ssim", self.min_ssim, -1.0, 1.0, integer=False))
+        object.__setattr__(self, "pixel_delta", _number("pixel_delta", self.pixel_delta, 0, 255, integer=True))
+        object.__setattr__(
+            self, "max_pixels_over", _number("max_pixels_over", self.max_pixels_over, 0.0, 1.0, integer=False)
+        )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None, base: Thresholds | None = None) -> Thresholds:
+        """Thresholds from a manifest table; keys not given keep the values of `base` (or the defaults).
+
+        Unknown keys and values of the wrong type or out of range raise ValueError naming the key.
+        """
+        base = base or cls()
+        if data is None:
+            return base
+        if not isinstance(data, Mapping):
+            raise ValueError(f"thresholds must be a table of {', '.join(cls.keys())}, not {type(data).__name__}")
+        known = cls.keys()
+        values = {k: getattr(base, k) for k in known}
+        for key, value in data.items():
+            if not isinstance(key, str) or key not in known:
+                raise ValueError(f"unknown threshold {key!r}; known thresholds are {', '.join(known)}")
+            values[key] = value
+        return cls(**values)
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    def to_dict(self) -> dict[str, float | int]:
+        return {k: getattr(self, k) for k in self.keys()}
+
+
+def _number(key: str, value: Any, lo: float, hi: float, *, integer: bool) -> int | float:
+    allowed = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, allowed):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"threshold {key!r} must be {kind}, not {type(value).__name__} {value!r}")
+    value = int(value) if integer else float(value)
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise ValueError(f"threshold {key!r} must be between {lo:g} and {hi:g}, not {value!r}")
+    return value
+
+
+@dataclass
+class Comparison:
+    """The outcome of one comparison and every metric behind it."""
+
+    status: Status
+    thresholds: Thresholds
+    ssim: float | None = None  # the score held against min_ssim: min(ssim_rgb, ssim_alpha)
+    ssim_rgb: float | None = None  # SSIM of the premultiplied colour channels
+    ssim_alpha: float | None = None  # SSIM of the alpha channel (1.0 when both frames are opaque)
+    pixels_over: float = 0.0  # share of pixels off by more than thresholds.pixel_delta (1.0 if sizes differ)
+    max_diff: int = 0  # largest channel difference, premultiplied RGBA, 0 .. 255 (255 if sizes differ)
+    reason: str | None = None  # a sentence saying why, when status is "fail"
+    digest: str | None = None  # image_digest of the new frame
+    golden_digest: str | None = None
+    size: tuple[int, int] | None = None  # (width, height) of the new frame
+    golden_size: tuple[int, int] | None = None
+    ssim_map: np.ndarray | None = field(default=None, repr=False)  # (H, W) float32, when asked for
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every metric, JSON-ready (the map is left out)."""
+        return {
+            "status": self.status,
+            "ssim": self.ssim,
+            "ssim_rgb": self.ssim_rgb,
+            "ssim_alpha": self.ssim_alpha,
+            "pixels_over": self.pixels_over,
+            "max_diff": self.max_diff,
+            "reason": self.reason,
+            "digest": self.digest,
+            "golden_digest": self.golden_digest,
+            "size": list(self.size) if self.size else None,
+            "golden_size": list(self.golden_size) if self.golden_size else None,
+            "thresholds": self.thresholds.to_dict(),
+        }
+
+
+def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
+    """A C-contiguous (H, W, 4) uint8 copy-or-view of an RGBA or RGB (alpha 255) uint8 image."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8:
+        raise ValueError(f"{name} must be uint8, not {image.dtype}")
+    if image.ndim != 3 or image.shape[2] not in (3, 4):
+        raise ValueError(f"{name} must be an (H, W, 4) RGBA or (H, W, 3) RGB array, not shape {image.shape}")
+    if image.shape[2] == 3:
+        out = np.empty(image.shape[:2] + (4,), np.uint8)
+        out[..., :3] = image
+        out[..., 3] = 255
+        return out
+    return np.ascontiguousarray(image)
+
+
+def image_digest(rgba: np.ndarray) -> str:
+    """sha256 (hex) of the canonical RGBA bytes and the size: independent of PNG encoding."""
+    px = as_rgba(rgba)
+    h, w = px.shape[:2]
+    digest = hashlib.sha256(b"modelfarm-rgba8 %d %d\n" % (w, h))
+    digest.update(px.data)
+    return digest.hexdigest()
+
+
+def premultiply(rgba: np.ndarray) -> np.ndarray:
+    """8-bit premultiplied RGBA: colour round(c * a / 255), alpha unchanged (the alpha rule).
+
+    An opaque image comes back as `as_rgba` gives it (possibly the input array itself).
+    """
+    px = as_rgba(rgba)
+    alpha = px[..., 3]
+    if alpha.min() == 255:
+        return px  # opaque: premultiplied is the same
+    # round(c * a / 255) exactly, for every c and a in 0..255 (c * a / 255 never ends in .5):
+    # with t = c * a + 128, it is (t + (t >> 8)) >> 8.
+    t = px[..., :3] * alpha[..., None].astype(np.uint16)
+    t += 128
+    t += t >> 8
+    t >>= 8
+    out = np.empty_like(px)
+    out[..., :3] = t
+    out[..., 3] = alpha
+    return out
+
+
+def _max_channel_diff(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """(H, W) uint8: the largest absolute difference over the four channels of two RGBA images."""
+    d = np.maximum(p, q)
+    d -= np.minimum(p, q)
+    return np.maximum(np.maximum(d[..., 0], d[..., 1]), np.maximum(d[..., 2], d[..., 3]))
+
+
+def compare(
+    new_rgba: np.ndarray,
+    golden_rgba: np.ndarray,
+    thresholds: Thresholds | Mapping[str, Any] | None = None,
+    *,
+    with_map: bool = False,
+    threads: int | None = None,
+) -> Comparison:
+    """Compare a new frame with its golden (see the module docstring for the rules)."""
+    th = thresholds if isinstance(thresholds, Thresholds) else Thresholds.from_dict(thresholds)
+    new = as_rgba(new_rgba, "new frame")
+    gold = as_rgba(golden_rgba, "golden frame")
+    size, golden_size = (new.shape[1], new.shape[0]), (gold.shape[1], gold.shape[0])
+    result = Comparison(status="fail", thresholds=th, size=size, golden_size=golden_size)
+
+    if new.shape != gold.shape:
+        result.reason = (
+            f"The frame is {size[0]}x{size[1]} pixels but its golden is {golden_size[0]}x{golden_size[1]}; "
+            "frames of different sizes are not compared."
+        )
+        result.pixels_over = 1.0
+        result.max_diff = 255
+        return result
+
+    result.digest, result.golden_digest = image_digest(new), image_digest(gold)
+    h, w = new.shape[:2]
+    if result.digest == result.golden_digest:
+        result.status = "identical"
+        result.ssim = result.ssim_rgb = result.ssim_alpha = 1.0
+        if with_map:
+            result.ssim_map = np.ones((h, w), np.float32)
+        return result
+
+    p, q = premultiply(new), premultiply(gold)
+    diff = _max_channel_diff(p, q)
+    result.max_diff = int(diff.max())
+    result.pixels_over = float(np.count_nonzero(diff > th.pixel_delta)) / (h * w)
+
+    if result.max_diff == 0:
+        # Equal under the alpha rule (e.g. only invisible colour under alpha 0 changed).
+        result.ssim = result.ssim_rgb = result.ssim_alpha = 1.0
+        if with_map:
+            result.ssim_map = np.ones((h, w), np.float32)
+    elif h >= WIN_SIZE and w >= WIN_SIZE:
+        with_alpha = bool(p[..., 3].min() < 255 or q[..., 3].min() < 255)
+        channels = 4 if with_alpha else 3
+        per_channel, smap = ssim_channels(p[..., :channels], q[..., :channels], full=with_map, threads=threads)
+        result.ssim_rgb = float(per_channel[:3].mean())
+        result.ssim_alpha = float(per_channel[3]) if with_alpha else 1.0
+        result.ssim = min(result.ssim_rgb, result.ssim_alpha)
+        if with_map:
+            m = smap[..., :3].mean(axis=2)
+            if with_alpha:
+                np.minimum(m, smap[..., 3], out=m)
+            result.ssim_map = m.astype(np.float32)
+
+    problems = []
+    if result.ssim is not None and not result.ssim >= th.min_ssim:
+        problems.append(f"SSIM {result.ssim:.6f} is below the minimum {th.min_ssim}")
+    if result.pixels_over > th.max_pixels_over:
+        n = int(np.count_nonzero(diff > th.pixel_delta))
+        problems.append(
+            f"{n} of {h * w} pixels ({100 * result.pixels_over:.3f}%) differ by more than {th.pixel_delta} "
+            f"in some channel (largest difference {result.max_diff}), more than the "
+            f"{100 * th.max_pixels_over:g}% allowed"
+        )
+    if problems:
+        if result.ssim is None:
+            problems.append(f"the frame is smaller than {WIN_SIZE}x{WIN_SIZE}, so it has no SSIM")
+        result.reason = "; ".join(problems) + "."
+        result.reason = result.reason[0].upper() + result.reason[1:]
+    else:
+        result.status = "pass"
+    return result
+
+
+# --- heatmaps for the report -------------------------------------------------------------------
+
+_RAMP_STOPS = (
+    (0.00, (0, 0, 0)),
+    (0.15, (20, 20, 110)),
+    (0.35, (130, 30, 150)),
+    (0.55, (220, 50, 60)),
+    (0.75, (250, 150, 30)),
+    (1.00, (255, 255, 200)),
+)
+
+
+def _make_ramp() -> np.ndarray:
+    t = np.linspace(0.0, 1.0, 256)
+    xs = [s[0] for s in _RAMP_STOPS]
+    lut = np.empty((256, 4), np.uint8)
+    for ch in range(3):
+        lut[:, ch] = np.rint(np.interp(t, xs, [s[1][ch] for s in _RAMP_STOPS]))
+    lut[:, 3] = 255
+    lut.setflags(write=False)
+    return lut
+
+
+RAMP = _make_ramp()  # (256, 4) uint8: index 0 = no difference, 255 = the largest
+
+
+def _ramp(t: np.ndarray) -> np.ndarray:
+    t = np.nan_to_num(np.asarray(t, np.float64), nan=1.0)
+    idx = np.rint(np.clip(t, 0.0, 1.0) * 255).astype(np.intp)
+    return RAMP[idx]
+
+
+def diff_heatmap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(H, W, 4) uint8: each pixel's largest channel difference (alpha rule applied) on the ramp.
+
+    The ramp runs over sqrt(difference / 255), so small differences stay visible: a difference of
+    16 (the default gate) sits a quarter of the way along, in the blue-purple.
+    """
+    p, q = premultiply(as_rgba(a, "a")), premultiply(as_rgba(b, "b"))
+    if p.shape != q.shape:
+        raise ValueError(f"images differ in size: {p.shape[1]}x{p.shape[0]} vs {q.shape[1]}x{q.shape[0]}")
+    d = _max_channel_diff(p, q)
+    return _ramp(np.sqrt(d / 255.0))
+
+
+def ssim_heatmap(ssim_map: np.ndarray) -> np.ndarray:
+    """(H, W, 4) uint8: an SSIM map ((H, W), or (H, W, C) averaged over C) on the ramp.
+
+    SSIM 1 is black; the ramp runs over sqrt(1 - SSIM), so 0.99 sits a tenth of the way along and
+    0 or below is the brightest colour. NaN shows as the brightest colour.
+    """
+    m = np.asarray(ssim_map, np.float64)
+    if m.ndim == 3:
+        m = m.mean(axis=2)
+    if m.ndim != 2:
+        raise ValueError(f"an SSIM map must be (H, W) or (H, W, C), not shape {m.shape}")
+    with np.errstate(invalid="ignore"):
+        t = np.sqrt(np.clip(1.0 - m, 0.0, 1.0))
+    t[np.isnan(m)] = 1.0
+    return _ramp(t)
