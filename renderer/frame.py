@@ -135,6 +135,33 @@ class Renderer:
         trace = self.trace(model, spec, seq, camera, granted, model_digest)
         return Frame(rgba, trace, list(gpu.diagnostics))
 
+    def skinned_vertices(self, model: Model, spec: FrameSpec) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,
+        read back with transform feedback (None for geosets with nothing to draw)."""
+        from renderer.gl.feedback import SkinFeedback
+        from renderer.gl.resources import PaletteBuffer
+        from renderer.scene import upload_palettes
+
+        self.context.make_current()
+        if self._palette is None:
+            self._palette = PaletteBuffer()
+        seq = resolve_sequence(model, spec.sequence)
+        camera = resolve_camera(spec.camera, model, seq, spec.width / spec.height)
+        gpu = self._gpu(model, spec)
+        pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
+        offsets = upload_palettes(pose, self._palette)
+        from renderer.gl.framebuffer import Framebuffer
+
+        target = Framebuffer(1, 1)  # drawing needs a complete framebuffer, even with rasterising off
+        feedback = SkinFeedback()
+        try:
+            target.bind()
+            return [None if buf is None else feedback.run(buf, self._palette.texture, offsets[gi])
+                    for gi, buf in enumerate(gpu.geosets)]
+        finally:
+            feedback.delete()
+            target.delete()
+
     def trace(self, model: Model, spec: FrameSpec, seq: int | None, camera: Camera, msaa: int,
               model_digest: str | None) -> dict:
         return {

@@ -87,6 +87,23 @@ def _uv_matrix(pose, texture_animation_id: int) -> np.ndarray:
     return np.eye(3)
 
 
+def upload_palettes(pose, palette) -> list[int]:
+    """One palette buffer for the frame: every geoset's matrices back to back, bound to unit 1.
+
+    Returns each geoset's first row in the buffer."""
+    from OpenGL import GL
+
+    offsets, at = [], 0
+    for p in pose.palettes:
+        offsets.append(at)
+        at += len(p)
+    palette.upload(np.concatenate(pose.palettes) if pose.palettes else np.zeros((1, 4, 4), np.float32))
+    GL.glActiveTexture(GL.GL_TEXTURE1)
+    GL.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
+    GL.glActiveTexture(GL.GL_TEXTURE0)
+    return offsets
+
+
 def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> None:
     from OpenGL import GL
 
@@ -104,16 +121,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
     GL.glUniform1i(loc["u_texture"], 0)
     GL.glUniform1i(loc["u_palette"], 1)
 
-    # One palette buffer for the frame: every geoset's group matrices, back to back.
-    palettes, offsets, at = [], [], 0
-    for p in pose.palettes:
-        palettes.append(p)
-        offsets.append(at)
-        at += len(p)
-    palette.upload(np.concatenate(palettes) if palettes else np.zeros((1, 4, 4), np.float32))
-    GL.glActiveTexture(GL.GL_TEXTURE1)
-    GL.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
-    GL.glActiveTexture(GL.GL_TEXTURE0)
+    offsets = upload_palettes(pose, palette)
 
     GL.glEnable(GL.GL_DEPTH_TEST)
     GL.glDepthFunc(GL.GL_LEQUAL)

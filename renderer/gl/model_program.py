@@ -32,6 +32,7 @@ uniform int u_sphere_env;
 
 out vec3 v_normal;
 out vec2 v_uv;
+out vec3 v_world;  // skinned world position (read back by transform feedback in tests)
 
 mat4 bone(float index) {
     int base = (u_palette_offset + int(index + 0.5)) * 3;
@@ -49,6 +50,7 @@ void main() {
     if (a_weights.w > 0.0) m += bone(a_bones.w) * a_weights.w;
     if (dot(a_weights, vec4(1.0)) <= 0.0) m = mat4(1.0);
     vec4 world = m * vec4(a_position, 1.0);
+    v_world = world.xyz;
     vec3 n = mat3(m) * a_normal;
     float len = length(n);
     v_normal = len > 0.0 ? n / len : vec3(0.0, 0.0, 1.0);
