@@ -1,0 +1,117 @@
+"""Still-frame render time against the bare GL floor, measured side by side in one run.
+
+For a few corpus models at 512x512: `Renderer.render` (pose, palettes, every layer with its
+state and texture, readback, trace) versus the floor: the same vertex buffers drawn with a
+trivial shader into the same size of framebuffer and read back. Prints the ratio per model.
+
+    .venv/bin/python bench/render.py [--size 512] [--rounds 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from renderer.formats import load_model  # noqa: E402
+from renderer.frame import FrameSpec, Renderer  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+MODELS = [
+    ("OrcMale", "pqhuy98__Warcraft3/icecrown-citadel-old/maps/icecrown-citadel.w3x/OrcMale.mdx", None),
+    ("Ghost", "nazarpunk__wc3-map-edemium-legacy/map/war3mapImported/Ghost.mdx",
+     "nazarpunk__wc3-map-edemium-legacy/map"),
+    ("Girl2", "pqhuy98__Warcraft3/silverpine-forest/maps/silverpine.w3x/Models/VillagersReReforged/Girl2.mdx",
+     "pqhuy98__Warcraft3/silverpine-forest/maps/silverpine.w3x"),
+    ("HarvestGolem", "pqhuy98__Warcraft3/silverpine-forest/maps/silverpine.w3x/Models/HarvestGolem/HarvestGolem.mdx",
+     None),
+]
+
+FLOOR_VS = """
+#version 330 core
+layout(location = 0) in vec3 a_position;
+uniform mat4 u_mvp;
+void main() { gl_Position = u_mvp * vec4(a_position, 1.0); }
+"""
+FLOOR_FS = """
+#version 330 core
+out vec4 frag;
+void main() { frag = vec4(0.8, 0.8, 0.8, 1.0); }
+"""
+
+
+def best(rounds: int, fn, *args) -> float:
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        fn(*args)
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def draw_floor(gpu, program: int, mvp, size: int) -> None:
+    """The same vertex buffers, a constant-colour shader, depth test, one readback."""
+    from OpenGL import GL
+
+    from renderer.gl.framebuffer import Framebuffer
+
+    fb = Framebuffer(size, size)
+    fb.clear((0, 0, 0, 0))
+    GL.glEnable(GL.GL_DEPTH_TEST)
+    GL.glUseProgram(program)
+    GL.glUniformMatrix4fv(GL.glGetUniformLocation(program, "u_mvp"), 1, GL.GL_TRUE, mvp)
+    for buf in gpu.geosets:
+        if buf is not None:
+            GL.glBindVertexArray(buf.vao)
+            buf.draw()
+    GL.glBindVertexArray(0)
+    fb.read_rgba()
+    fb.delete()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    import numpy as np
+    from renderer.camera import resolve_camera
+    from renderer.gl.shaders import build_program
+
+    r = Renderer()
+    info = r.gl_info()
+    print(f"GL: {info['renderer']} | {info['version']} | {args.size}x{args.size}, best of {args.rounds}")
+    print(f"{'model':<14}{'render ms':>11}{'floor ms':>10}{'ratio':>8}   triangles")
+    floor_prog = None
+    for name, rel, assets in MODELS:
+        path = CORPUS / rel
+        if not path.exists():
+            print(f"{name:<14} (not in the corpus here)")
+            continue
+        model = load_model(path)
+        spec = FrameSpec(width=args.size, height=args.size, time_ms=300,
+                         assets=(str(CORPUS / assets),) if assets else ())
+        r.render(model, spec)  # warm: uploads buffers and textures once
+        render_s = best(args.rounds, r.render, model, spec)
+        if floor_prog is None:
+            floor_prog = build_program(FLOOR_VS, FLOOR_FS, label="floor")
+        gpu = r._gpu(model, spec)
+        cam = resolve_camera("auto", model, 0 if model.sequences else None)
+        mvp = (cam.projection(1.0) @ cam.view()).astype(np.float32)
+        draw_floor(gpu, floor_prog, mvp, args.size)
+        floor_s = best(args.rounds, draw_floor, gpu, floor_prog, mvp, args.size)
+        tris = sum(len(g.triangles) for g in model.geosets)
+        print(f"{name:<14}{render_s * 1e3:>11.2f}{floor_s * 1e3:>10.2f}{render_s / floor_s:>7.2f}x   {tris}")
+        r.forget(model)
+    r.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
