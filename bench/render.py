@@ -81,6 +81,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     import numpy as np
+
     from renderer.camera import resolve_camera
     from renderer.gl.shaders import build_program
 
