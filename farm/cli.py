@@ -136,22 +136,34 @@ def cmd_render(args) -> int:
 
 def cmd_demo(args) -> int:
     from renderer.formats import load_model, save_model
+    from renderer.frame import FrameSpec, Renderer
+    from renderer.png import write_png
     from renderer.samples import write_samples
     from renderer.summary import format_text, summarize
 
     out = Path(args.out)
     paths = write_samples(out / "models")
-    for p in paths:
-        model = load_model(p, strict=True)
-        print(format_text(summarize(model)))
-        mdl = p.with_suffix(".mdl")
-        save_model(model, mdl)
-        back = load_model(mdl, strict=True)
-        same = back == model
-        print(f"{p.name} -> {mdl.name} -> model: {'equal' if same else 'DIFFERENT'}\n")
-        if not same:
-            return 1
-    print(f"demo: wrote {len(paths)} sample models and their MDL text under {out / 'models'}")
+    renderer = Renderer()
+    try:
+        for p in paths:
+            model = load_model(p, strict=True)
+            print(format_text(summarize(model)))
+            mdl = p.with_suffix(".mdl")
+            save_model(model, mdl)
+            same = load_model(mdl, strict=True) == model
+            print(f"{p.name} -> {mdl.name} -> model: {'equal' if same else 'DIFFERENT'}")
+            if not same:
+                return 1
+            seq = model.sequences[0]
+            for t in (0, (seq.interval[1] - seq.interval[0]) // 2):
+                frame = renderer.render(model, FrameSpec(sequence=0, time_ms=t, width=256, height=256))
+                dest = out / "frames" / f"{p.stem}_{seq.name}_{t}ms.png"
+                write_png(dest, frame.rgba, frame.trace)
+                print(f"rendered {dest}")
+            print()
+    finally:
+        renderer.close()
+    print(f"demo: wrote {len(paths)} sample models, their MDL text and frames under {out}")
     return 0
 
 
@@ -191,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_halo_options(s)
     s.set_defaults(func=cmd_render)
 
-    s = sub.add_parser("demo", help="write the bundled sample models and inspect them")
+    s = sub.add_parser("demo", help="write the bundled sample models, inspect, convert and render them")
     s.add_argument("--out", default="demo-out")
     s.set_defaults(func=cmd_demo)
     return p
