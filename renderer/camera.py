@@ -51,7 +51,8 @@ class Camera:
         return d
 
 
-def look_at(eye, target, up) -> np.ndarray:
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """Right-handed OpenGL look-at view matrix (world -> view)."""
     e, t, u = (np.asarray(v, np.float64) for v in (eye, target, up))
     f = t - e
     n = np.linalg.norm(f)

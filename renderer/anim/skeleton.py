@@ -56,6 +56,7 @@ from __future__ import annotations
 import numpy as np
 
 from renderer.anim import quat
+from renderer.camera import look_at
 from renderer.formats.options import (
     NODE_FLAG_DONT_INHERIT_ROTATION,
     NODE_FLAG_DONT_INHERIT_SCALING,
@@ -71,22 +72,6 @@ CAMERA_ANCHORED = 0x80
 SPECIAL_FLAGS = (NODE_FLAG_DONT_INHERIT_TRANSLATION | NODE_FLAG_DONT_INHERIT_ROTATION
                  | NODE_FLAG_DONT_INHERIT_SCALING | BILLBOARDED | BILLBOARDED_LOCK_X | BILLBOARDED_LOCK_Y
                  | BILLBOARDED_LOCK_Z | CAMERA_ANCHORED)
-
-
-def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """Right-handed OpenGL look-at view matrix (world -> view)."""
-    eye, target, up = (np.asarray(v, np.float64) for v in (eye, target, up))
-    f = target - eye
-    f /= np.linalg.norm(f)
-    r = np.cross(f, up)
-    if np.linalg.norm(r) < 1e-12:  # looking along `up`: pick any perpendicular
-        r = np.cross(f, [1.0, 0.0, 0.0] if abs(f[0]) < 0.9 else [0.0, 1.0, 0.0])
-    r /= np.linalg.norm(r)
-    u = np.cross(r, f)
-    m = np.eye(4)
-    m[0, :3], m[1, :3], m[2, :3] = r, u, -f
-    m[:3, 3] = -m[:3, :3] @ eye
-    return m
 
 
 def _default_view() -> np.ndarray:

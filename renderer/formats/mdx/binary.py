@@ -52,6 +52,19 @@ class Reader:
         self.pos += size
         return r
 
+    def inclusive(self, label: str, minimum: int = 4) -> Reader:
+        """Read a record's inclusive size (a u32 that counts itself) and return a reader over the
+        rest of the record; this reader moves past the whole record."""
+        start = self.pos
+        size = self.u32(f"{label} inclusive size")
+        if size < minimum or size - 4 > self.end - self.pos:
+            raise self.error(
+                f"{label} inclusive size {size} is outside {minimum}..{self.end - self.pos + 4} "
+                "(the bytes left in the chunk)", start)
+        r = Reader(self.buf, self.path, self.where, self.pos, start + size)
+        self.pos = start + size
+        return r
+
     # -- scalars --------------------------------------------------------------------------
     def unpack(self, st: struct.Struct, what: str) -> tuple:
         self.need(st.size, what)

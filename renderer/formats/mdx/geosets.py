@@ -64,11 +64,7 @@ _DTYPES = {d: np.dtype(d) for d in ("<f4", "<u4", "<u2", "u1")}
 def read_geoset(r: Reader, version: int) -> tuple[Geoset, dict[str, int], list[FormatError]]:
     """Returns the geoset, the byte offsets of its index arrays and any index-range problems."""
     start = r.pos
-    size = r.u32("geoset inclusive size")
-    if size < 4 or size - 4 > r.remaining:
-        raise r.error(f"geoset inclusive size {size} is outside 4..{r.remaining + 4}", start)
-    gr = Reader(r.buf, r.path, r.where, r.pos, start + size)
-    r.pos = start + size
+    gr = r.inclusive("geoset")
     g = Geoset()
     offsets: dict[str, int] = {"geoset": start}
     for attr, tag, dtype, k in ARRAYS:

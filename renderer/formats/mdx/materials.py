@@ -24,12 +24,7 @@ LAYER_TRACKS = frozenset({"KMTF", "KMTA", "KMTE", "KFC3", "KFCA", "KFTC"})
 
 
 def read_material(r: Reader, version: int) -> Material:
-    start = r.pos
-    size = r.u32("material inclusive size")
-    if size < 4 or size - 4 > r.remaining:
-        raise r.error(f"material inclusive size {size} is outside 4..{r.remaining + 4}", start)
-    mr = Reader(r.buf, r.path, r.where, r.pos, start + size)
-    r.pos = start + size
+    mr = r.inclusive("material")
     mat = Material()
     mat.priority_plane, mat.flags = mr.unpack(MATERIAL_HEAD, "material priority plane and flags")
     if 900 <= version <= 1000:
@@ -48,12 +43,7 @@ def read_material(r: Reader, version: int) -> Material:
 
 
 def read_layer(r: Reader, version: int) -> Layer:
-    start = r.pos
-    size = r.u32("layer inclusive size")
-    if size < 4 + LAYER_BASE.size or size - 4 > r.remaining:
-        raise r.error(f"layer inclusive size {size} is outside 28..{r.remaining + 4}", start)
-    lr = Reader(r.buf, r.path, r.where, r.pos, start + size)
-    r.pos = start + size
+    lr = r.inclusive("layer", 4 + LAYER_BASE.size)
     layer = Layer()
     (layer.filter_mode, layer.shading_flags, layer.texture_id, layer.texture_animation_id,
      layer.coord_id, layer.alpha) = lr.unpack(LAYER_BASE, "layer fields")

@@ -32,19 +32,7 @@ class RecordSpec:
 
     def read(self, r: Reader, version: int):
         obj = self.cls()
-        if self.inclusive:
-            start = r.pos
-            size = r.u32(f"{self.label} inclusive size")
-            if size < 4 or size - 4 > r.remaining:
-                raise r.error(
-                    f"{self.label} inclusive size {size} is outside 4..{r.remaining + 4} "
-                    "(the bytes left in the chunk)",
-                    start,
-                )
-            rr = Reader(r.buf, r.path, r.where, r.pos, start + size)
-            r.pos = start + size
-        else:
-            rr = r
+        rr = r.inclusive(self.label) if self.inclusive else r
         if self.node:
             read_node(rr, obj)
         self.layout(version).read(rr, obj, f"{self.label} fields")
