@@ -13,15 +13,19 @@ from dataclasses import dataclass
 class FormatError(Exception):
     """Bad input: names the file, where in it, the byte offset and what was wrong."""
 
-    def __init__(self, path: str, where: str, offset: int | None, problem: str):
+    def __init__(self, path: str, where: str, offset: int | None, problem: str, unit: str = "byte"):
         self.path = str(path)
         self.where = where
         self.offset = offset
         self.problem = problem
+        self.unit = unit  # "byte" for binary formats, "character" for text (MDL)
         super().__init__(self.sentence())
 
+    def __reduce__(self):  # survive pickling across processes (farm workers)
+        return (FormatError, (self.path, self.where, self.offset, self.problem, self.unit))
+
     def sentence(self) -> str:
-        at = f" at byte {self.offset}" if self.offset is not None else ""
+        at = f" at {self.unit} {self.offset}" if self.offset is not None else ""
         place = f" {self.where}" if self.where else ""
         return f"{self.path}:{place}{at}: {self.problem}"
 
@@ -33,11 +37,12 @@ class Diagnostic:
     where: str
     offset: int | None
     message: str
+    unit: str = "byte"
 
     def sentence(self, path: str = "") -> str:
-        at = f" at byte {self.offset}" if self.offset is not None else ""
+        at = f" at {self.unit} {self.offset}" if self.offset is not None else ""
         head = f"{path}: " if path else ""
         return f"{head}{self.where}{at}: {self.message}"
 
     def as_dict(self) -> dict:
-        return {"where": self.where, "offset": self.offset, "message": self.message}
+        return {"where": self.where, "offset": self.offset, "unit": self.unit, "message": self.message}

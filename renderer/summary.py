@@ -165,6 +165,6 @@ def format_text(s: dict) -> str:
         lines.append(f"cameras: {', '.join(repr(c) for c in s['cameras'])}")
     lines.append(f"diagnostics ({len(s['diagnostics'])}):")
     for d in s["diagnostics"]:
-        at = f" at byte {d['offset']}" if d["offset"] is not None else ""
+        at = f" at {d['unit']} {d['offset']}" if d["offset"] is not None else ""
         lines.append(f"  {d['where']}{at}: {d['message']}")
     return "\n".join(lines)

@@ -66,10 +66,10 @@ def read_mdl(text: str, path: str = "<text>", strict: bool = False, check_indice
     if problems:
         if check_indices:
             raise problems[0]
-        model.diagnostics.extend(Diagnostic(e.where, e.offset, e.problem) for e in problems)
+        model.diagnostics.extend(Diagnostic(e.where, e.offset, e.problem, e.unit) for e in problems)
     if strict and model.diagnostics:
         d = model.diagnostics[0]
-        raise FormatError(path, d.where, d.offset, f"{d.message} (strict mode)")
+        raise FormatError(path, d.where, d.offset, f"{d.message} (strict mode)", unit=d.unit)
     return model
 
 

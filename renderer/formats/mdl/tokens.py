@@ -132,11 +132,11 @@ class Parser:
 
     def error(self, problem: str, at: int | None = None) -> FormatError:
         where, off = self.place(at)
-        return FormatError(self.path, where, off, problem)
+        return FormatError(self.path, where, off, problem, unit="character")
 
     def diag(self, message: str, at: int | None = None) -> None:
         where, off = self.place(at)
-        self.diagnostics.append(Diagnostic(where, off, message))
+        self.diagnostics.append(Diagnostic(where, off, message, unit="character"))
 
     def describe(self, k: int) -> str:
         if k >= self.n:
