@@ -17,6 +17,7 @@ import numpy as np
 from renderer.anim import TIME_RULE, find_sequence
 from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
+from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
 
 RENDERER_VERSION = "0.1"
@@ -34,6 +35,7 @@ class FrameSpec:
     background: str = "transparent"  # transparent | #rrggbb
     assets: tuple = ()
     missing_textures: str = "checker"  # checker | white
+    instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
 
     def background_rgba(self) -> tuple[float, float, float, float]:
         if self.background == "transparent":
@@ -77,6 +79,8 @@ class Renderer:
         self._program = None
         self._palette = None
         self._models: dict[int, object] = {}
+        self._fx_programs = None
+        self.effects = Effects()  # particle/ribbon simulations kept between frames (renderer.fx)
 
     @property
     def context(self):
@@ -106,6 +110,11 @@ class Renderer:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
         for key in [k for k in self._models if k[0] == id(model)]:
             self._models.pop(key).delete()
+        self.effects.forget(model)
+
+    def reset_effects(self) -> None:
+        """Drop every running particle/ribbon simulation: the next frame simulates from t = 0."""
+        self.effects.reset()
 
     def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None) -> Frame:
         from renderer.gl.framebuffer import Framebuffer
@@ -124,16 +133,30 @@ class Renderer:
         bg = spec.background_rgba()
         gpu = self._gpu(model, spec)
         pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
+        # Effects: the content hash seeds the emitters, so it is known before drawing.
+        digest = model_digest or model_hash(model)
+        fx = self.effects.at(model, gpu.animator, seq, spec.time_ms, spec.instance_seed, digest, camera.view())
         fb = Framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
             draw_model(gpu, pose, camera, aspect, self._program, self._palette)
+            if fx is not None:
+                self._draw_effects(fx, gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
             granted = fb.granted_samples
         finally:
             fb.delete()
-        trace = self.trace(model, spec, seq, camera, granted, model_digest)
+        trace = self.trace(model, spec, seq, camera, granted, digest)
         return Frame(rgba, trace, list(gpu.diagnostics))
+
+    def _draw_effects(self, fx, gpu, pose, camera, aspect, spec) -> None:
+        from renderer.fx.draw import draw_effects
+        from renderer.gl.particles import EffectPrograms
+
+        if self._fx_programs is None:
+            self._fx_programs = EffectPrograms()
+        self.effects.last_stats = draw_effects(fx, gpu, pose, camera, aspect, self._fx_programs, self._program,
+                                               self._palette, spec)
 
     def skinned_vertices(self, model: Model, spec: FrameSpec) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,
@@ -179,6 +202,8 @@ class Renderer:
             "team": spec.team,
             "background": spec.background,
             "missing_textures": spec.missing_textures,
+            "instance_seed": int(spec.instance_seed),
+            "fx_rule": FX_RULE,
             "gl": self.gl_info(),
         }
 
@@ -190,6 +215,10 @@ class Renderer:
             self._program.delete()
             self._palette.delete()
             self._program = self._palette = None
+        if self._fx_programs is not None:
+            self._fx_programs.delete()
+            self._fx_programs = None
+        self.effects.reset()
         if self._ctx is not None:
             self._ctx.release()
             self._ctx = None

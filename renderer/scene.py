@@ -42,6 +42,7 @@ class ModelGPU:
         self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing") for t in texset.textures]
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
         self.order = draw_order(model)
+        self.effects = None  # renderer.fx.draw.EffectResources: particle textures, PREM child models
 
     def delete(self) -> None:
         from OpenGL import GL
@@ -53,6 +54,9 @@ class ModelGPU:
             GL.glDeleteTextures(len(self.textures), self.textures)
         GL.glDeleteTextures(1, [self.fallback])
         self.geosets, self.textures = [], []
+        if self.effects is not None:
+            self.effects.delete()
+            self.effects = None
 
 
 def is_hd(model: Model, mat: Material) -> bool:

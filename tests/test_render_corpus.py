@@ -65,7 +65,7 @@ def test_corpus_model_renders(path):
     if best <= 20:
         best = _covered(_render(path, model, camera=_opposite(frame))[1])
     if path.name in INVISIBLE_GEOMETRY:
-        assert best == 0  # its only geoset's material has static alpha 0: effects carry its look
+        assert best > 20  # its only geoset's material has static alpha 0: what shows is its effects (PRE2/RIBB)
     else:
         assert best > 20, f"{path.name}: only {best} pixels drawn"
 

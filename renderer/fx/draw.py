@@ -1,0 +1,260 @@
+"""The effects pass of a frame: child model instances, particles and ribbons of one simulation.
+
+Order, after the model's geosets: PREM child model instances first (they are models: the geoset
+draw code, each instance through its own world matrix), then every particle emitter and ribbon,
+stably sorted by priority plane (PRE2: its priorityPlane; RIBB: its material's priority plane; PREM
+textured particles: 0), in the order PREM, PRE2, RIBB, file order within a kind. Each PRE2 emitter
+is one instanced draw per filter mode its particles carry (one, the emitter's), each ribbon one strip
+draw. Depth test on, depth write per blend state (no particle state writes depth), culling off.
+
+Textures: PRE2 replaceable id 0 uses model texture `textureId` (out of range: the missing-texture
+placeholder, with a diagnostic), 1 / 2 the team colour / glow of the frame's team, other ids
+`texture_set.REPLACEABLE_PATHS` through the asset roots (not found: placeholder and diagnostic).
+PREM textured particles use `path`; PREM child models are looked up like textures (the model's
+folder, then the asset roots, case-insensitively), trying the other of .mdl / .mdx as well; a child
+that cannot be found or loaded is reported once and not drawn. Child instances draw their geosets
+(posed from their own first sequence at the particle's age, placed by T(position) . W3 at spawn); a
+child's own emitters are not simulated.
+
+Lighting: particles and ribbons of shaded emitters / layers are lit as a surface facing world +Z
+under the default light (`renderer.gl.model_program`), i.e. multiplied by
+min(ambient + light colour x max(Z . light direction, 0), 1) (1.0 for the documented light);
+Unshaded ones are not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from renderer import blending
+from renderer.errors import Diagnostic
+from renderer.formats.options import PREM_TGA_HALF_SIZE
+from renderer.fx import pre2
+from renderer.model import Model, Texture
+
+
+def shade_factor() -> float:
+    from renderer.gl.model_program import AMBIENT, LIGHT_COLOR, LIGHT_DIRECTION
+
+    light = np.asarray(LIGHT_DIRECTION, np.float64)
+    d = max(float(light[2] / np.linalg.norm(light)), 0.0)
+    return float(min(AMBIENT[0] + LIGHT_COLOR[0] * d, 1.0))
+
+
+class EffectResources:
+    """Textures and child models the effects of one model need, in one GPU context (per ModelGPU)."""
+
+    def __init__(self, gpu, assets, team: int, missing: str):
+        self.gpu = gpu
+        self.model: Model = gpu.model
+        self.assets = tuple(assets)
+        self.team = team
+        self.missing = missing
+        self._textures: dict[tuple, int] = {}
+        self._children: dict[int, object] = {}
+        self._reported: set = set()
+
+    def _note(self, key, where: str, message: str) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            self.gpu.diagnostics.append(Diagnostic(where, None, message))
+
+    def _load(self, key, texture: Texture, where: str) -> int:
+        tex = self._textures.get(key)
+        if tex is None:
+            from renderer.gl.resources import upload_texture
+            from renderer.texture_set import load_textures
+
+            holder = Model(textures=[texture], path=self.model.path)
+            loaded = load_textures(holder, list(self.assets), self.team, self.missing)
+            for d in loaded.diagnostics:
+                self.gpu.diagnostics.append(Diagnostic(where, d.offset, d.message))
+            t = loaded.textures[0]
+            tex = upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing")
+            self._textures[key] = tex
+        return tex
+
+    def pre2_texture(self, spec: pre2.Pre2Spec) -> int:
+        where = f"PRE2 {spec.index}"
+        rid = spec.replaceable_id
+        if rid:
+            return self._load(("rid", rid), Texture(replaceable_id=rid), where)
+        tid = spec.texture_id
+        if 0 <= tid < len(self.gpu.textures):
+            return self.gpu.textures[tid]
+        self._note(("tid", spec.index), where, f"texture id {tid} names no texture of the model "
+                                               f"({len(self.gpu.textures)}); drawing a {self.missing} placeholder")
+        return self._load(("placeholder",), Texture(path=""), where)
+
+    def prem_texture(self, spec) -> int:
+        return self._load(("prem", spec.index), Texture(path=str(spec.record.path)), f"PREM {spec.index}")
+
+    def child(self, spec):
+        """The child model's ModelGPU, or None (reported once) when it cannot be found or loaded."""
+        if spec.index in self._children:
+            return self._children[spec.index]
+        from renderer.errors import FormatError
+        from renderer.formats import load_model
+        from renderer.formats.textures import TextureResolver
+        from renderer.scene import ModelGPU
+
+        where = f"PREM {spec.index}"
+        path = str(spec.record.path)
+        model_dir = Path(self.model.path).parent if self.model.path else Path(".")
+        resolver = TextureResolver([Path(r) for r in self.assets], model_dir)
+        candidates = [path]
+        suffix = PurePosixPath(path.replace("\\", "/")).suffix.lower()
+        if suffix in (".mdl", ".mdx"):
+            candidates.append(path[: -len(suffix)] + (".mdx" if suffix == ".mdl" else ".mdl"))
+        found = None
+        for candidate in candidates:
+            found, _notes = resolver.resolve(candidate) if candidate else (None, [])
+            if found is not None:
+                break
+        child = None
+        if found is None:
+            self._note(("child", spec.index), where, f"child model {path!r} was not found in the model's folder or "
+                                                     f"the asset roots; its particles are not drawn")
+        else:
+            try:
+                child = ModelGPU(load_model(found), self.assets, self.team, self.missing)
+                self.gpu.diagnostics.extend(Diagnostic(where, d.offset, d.message) for d in child.diagnostics)
+            except (FormatError, OSError, ValueError) as exc:
+                msg = exc.sentence() if isinstance(exc, FormatError) else str(exc)
+                self._note(("child", spec.index), where, f"child model {path!r} cannot be loaded: {msg}; "
+                                                         f"its particles are not drawn")
+        self._children[spec.index] = child
+        return child
+
+    def delete(self) -> None:
+        from OpenGL import GL
+
+        if self._textures:
+            GL.glDeleteTextures(len(self._textures), list(self._textures.values()))
+        for child in self._children.values():
+            if child is not None:
+                child.delete()
+        self._textures, self._children = {}, {}
+
+
+def _prem_quads(e, sim) -> np.ndarray:
+    p = e.particles
+    n = len(p)
+    out = np.zeros((n, pre2.INSTANCE_FLOATS), np.float32)
+    if n:
+        w3 = sim.world[e.spec.object_id][:3, :3]
+        out[:, 0:3] = p["pos"]
+        out[:, 6:10] = 1.0
+        out[:, 12:14] = 1.0
+        out[:, 14] = PREM_TGA_HALF_SIZE * float(np.cbrt(abs(np.linalg.det(w3))))
+        out[:, 15] = pre2.KIND_BILLBOARD
+    return out
+
+
+def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program, palette, spec) -> dict:
+    """Draw the simulation's effects into the bound framebuffer; returns counts for tests/benches."""
+    from renderer.scene import _layer_texture, draw_model
+
+    stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0}
+    if sim is None:
+        return stats
+    if getattr(gpu, "effects", None) is None:
+        gpu.effects = EffectResources(gpu, spec.assets, spec.team, spec.missing_textures)
+    res = gpu.effects
+    model = gpu.model
+    view = camera.view()
+    projection = camera.projection(aspect)
+    shaded = shade_factor()
+    t = sim.t_ms
+
+    # 1. PREM child model instances.
+    for e in sim.prem:
+        if not e.spec.model or len(e.particles) == 0:
+            continue
+        child = res.child(e.spec)
+        if child is None:
+            continue
+        seq = 0 if child.model.sequences else None
+        for m, age in zip(e.instance_matrices(), e.ages_ms(t), strict=True):
+            cpose = child.animator.pose(seq, float(age), view)
+            cpose = dataclasses.replace(cpose, palettes=[np.einsum("ij,njk->nik", m, p) for p in cpose.palettes])
+            draw_model(child, cpose, camera, aspect, model_program, palette)
+            stats["children"] += 1
+            stats["draws"] += 1
+
+    # 2. Particles and ribbons, by priority plane.
+    items = []  # (plane, order, kind, payload)
+    instances, at = [], 0
+    for e in sim.prem:
+        if e.spec.model or len(e.particles) == 0:
+            continue
+        quads = _prem_quads(e, sim)
+        instances.append(quads)
+        items.append((0, len(items), "particles", (at, len(quads), res.prem_texture(e.spec),
+                                                   blending.particle_state(0), 1.0)))
+        at += len(quads)
+    for e in sim.pre2:
+        s = e.spec
+        if len(e.particles) == 0:
+            continue
+        inst, blend = e.instances(t, sim.world[s.object_id], view)
+        tex = res.pre2_texture(s)
+        shade = 1.0 if s.flags & pre2.UNSHADED else shaded
+        for mode in dict.fromkeys(blend.tolist()):  # one draw per filter mode carried, in first-seen order
+            chunk = inst[blend == mode]
+            instances.append(chunk)
+            items.append((s.priority_plane, len(items), "particles",
+                          (at, len(chunk), tex, blending.particle_state(int(mode)), shade)))
+            at += len(chunk)
+        stats["emitters"] += 1
+    strips, vat = [], 0
+    cols = sim.fx.ribbon_table.columns
+    for r in sim.ribbons:
+        s = r.spec
+        if not 0 <= s.material_id < len(model.materials) or not model.materials[s.material_id].layers:
+            res._note(("ribbon", s.index), f"RIBB {s.index}", f"material id {s.material_id} names no material "
+                                                             f"with a layer; the ribbon is not drawn")
+            continue
+        verts = r.vertices(sim.params["RIBB"][s.row], cols)
+        if len(verts) == 0:
+            continue
+        mat = model.materials[s.material_id]
+        layer = mat.layers[0]
+        flat = pose.layer_index[(s.material_id, 0)]
+        tid = _layer_texture(model, pose, flat)
+        tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
+        uvm = (pose.uv_matrices[layer.texture_animation_id]
+               if 0 <= layer.texture_animation_id < len(pose.uv_matrices) else np.eye(3))
+        flags = int(layer.shading_flags)
+        shade = 1.0 if flags & (blending.UNSHADED | 0x100) else shaded
+        strips.append(verts)
+        items.append((mat.priority_plane, len(items), "ribbon",
+                      (vat, len(verts), tex, blending.layer_state(layer.filter_mode),
+                       (1.0, 1.0, 1.0, float(pose.layer_alpha[flat])), uvm, shade,
+                       not flags & blending.NO_DEPTH_TEST,
+                       None if not flags & blending.NO_DEPTH_SET else False)))
+        vat += len(verts)
+        stats["ribbon_edges"] += len(verts) // 2
+    if not items:
+        return stats
+    if instances:
+        programs.upload_instances(np.concatenate(instances))
+    if strips:
+        programs.upload_ribbons(np.concatenate(strips))
+    before = programs.draw_calls
+    current = None
+    for _plane, _order, kind, args in sorted(items, key=lambda it: (it[0], it[1])):
+        if kind != current:
+            (programs.begin_particles if kind == "particles" else programs.begin_ribbons)(view, projection)
+            current = kind
+        if kind == "particles":
+            programs.draw_particles(*args)
+            stats["particles"] += args[1]
+        else:
+            programs.draw_ribbon(*args)
+    programs.end()
+    stats["draws"] += programs.draw_calls - before
+    return stats

@@ -1,0 +1,126 @@
+"""PREM (ParticleEmitter): particles that are child model instances or textured quads.
+
+Properties (static field or track; §2.5): emission rate KPEE (particles/s), gravity KPEG, longitude
+KPLN and latitude KPLT (radians, `options.PREM_ANGLES`), lifespan KPEL (s, captured per particle at
+spawn), initial velocity KPES, visibility KPEV. Node flags: 0x8000 EmitterUsesMDL (each particle is
+an instance of the model named by `path`, animated from its own first sequence at the particle's
+age), 0x10000 EmitterUsesTGA (each particle is a camera-facing quad textured with `path`). With
+neither flag the path's extension decides (.mdl/.mdx: model, else texture).
+
+Each step: particles with age >= their lifespan are dropped; the rest move with exact
+constant-gravity integration; while KPEV > 0 and the clock plays, accumulator += rate x dt and each
+whole unit spawns one particle, drawing 2 uniforms (u0, u1) from the emitter's generator:
+    theta = (2 u0 - 1) latitude, phi = (2 u1 - 1) longitude
+    direction = Rz(phi) Ry(theta) +Z = (sin theta cos phi, sin theta sin phi, cos theta)
+    p = W pivot, v = W3 direction x KPES, g = KPEG x |W3 e_z|
+and keeps W3 (the node's world rotation and scale at spawn) as the child instance's orientation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from renderer.fx.buffer import ParticleBuffer
+from renderer.fx.rng import copy_generator
+from renderer.model import ParticleEmitter
+
+USES_MDL = 0x8000
+USES_TGA = 0x10000
+TAGS = ("KPEE", "KPEG", "KPLN", "KPLT", "KPEL", "KPES", "KPEV")
+RATE, GRAVITY, LONGITUDE, LATITUDE, LIFESPAN, SPEED, VISIBILITY = range(7)
+MAX_LIVE = 10_000
+FIELDS = {"pos": ((3,), "f8"), "vel": ((3,), "f8"), "birth": ((), "f8"), "life": ((), "f8"),
+          "gravity": ((), "f8"), "basis": ((3, 3), "f8")}
+
+
+def statics(e: ParticleEmitter) -> dict:
+    return {"KPEE": e.emission_rate, "KPEG": e.gravity, "KPLN": e.longitude, "KPLT": e.latitude,
+            "KPEL": e.lifespan, "KPES": e.speed, "KPEV": 1.0}
+
+
+def uses_model(e: ParticleEmitter) -> bool:
+    if e.flags & USES_MDL:
+        return True
+    if e.flags & USES_TGA:
+        return False
+    return str(e.path).lower().endswith((".mdl", ".mdx"))
+
+
+@dataclass
+class PremSpec:
+    index: int
+    record: ParticleEmitter
+    object_id: int
+    pivot: np.ndarray
+    row: int
+    model: bool  # child model instances (else textured quads)
+
+
+class PremEmitter:
+    kind = "PREM"
+
+    def __init__(self, spec: PremSpec, rng: np.random.Generator, global_driven: bool):
+        self.spec = spec
+        self.rng = rng
+        self.global_driven = global_driven
+        self.particles = ParticleBuffer(FIELDS, 16)
+        self.accumulator = 0.0
+        self.emitted = 0
+
+    def copy(self) -> PremEmitter:
+        other = PremEmitter.__new__(PremEmitter)
+        other.__dict__.update(self.__dict__)
+        other.rng = copy_generator(self.rng)
+        other.particles = self.particles.copy()
+        return other
+
+    def step(self, t_ms: float, prev_ms: float | None, world: np.ndarray, params: np.ndarray, playing: bool) -> None:
+        p = self.particles
+        dt_ms = 0.0 if prev_ms is None else t_ms - prev_ms
+        if len(p):
+            p.keep(t_ms - p["birth"] < p["life"])
+        if len(p) and dt_ms > 0:
+            dt = dt_ms / 1000.0
+            pos, vel, g = p["pos"], p["vel"], p["gravity"]
+            pos += vel * dt
+            pos[:, 2] -= 0.5 * g * dt * dt
+            vel[:, 2] -= g * dt
+        life_ms = params[LIFESPAN] * 1000.0
+        if params[VISIBILITY] <= 0 or not (playing or self.global_driven) or life_ms <= 0:
+            return
+        self.accumulator += max(params[RATE], 0.0) * dt_ms
+        n = int(self.accumulator // 1000.0)
+        if n <= 0:
+            return
+        self.accumulator -= n * 1000.0
+        n = min(n, max(MAX_LIVE - len(p), 0))
+        if n <= 0:
+            return
+        u = self.rng.random((n, 2))
+        theta = (2.0 * u[:, 0] - 1.0) * params[LATITUDE]
+        phi = (2.0 * u[:, 1] - 1.0) * params[LONGITUDE]
+        direction = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], axis=1)
+        w3 = world[:3, :3]
+        rows = p.append(n)
+        arr = p.arrays
+        arr["pos"][rows] = w3 @ self.spec.pivot + world[:3, 3]
+        arr["vel"][rows] = (direction * params[SPEED]) @ w3.T
+        arr["birth"][rows] = t_ms
+        arr["life"][rows] = life_ms
+        arr["gravity"][rows] = params[GRAVITY] * float(np.linalg.norm(w3[:, 2]))
+        arr["basis"][rows] = w3
+        self.emitted += n
+
+    def instance_matrices(self) -> np.ndarray:
+        """(n, 4, 4) world matrices of the live child instances: T(p) . W3 at spawn."""
+        p = self.particles
+        m = np.zeros((len(p), 4, 4))
+        m[:, :3, :3] = p["basis"]
+        m[:, :3, 3] = p["pos"]
+        m[:, 3, 3] = 1.0
+        return m
+
+    def ages_ms(self, t_ms: float) -> np.ndarray:
+        return t_ms - self.particles["birth"]
