@@ -167,6 +167,74 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def _workers(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be a whole number >= 1, got {text!r}")
+    return n
+
+
+def _finish_job(job, verb: str) -> int:
+    from farm.jobs import status_text
+
+    c = job.counts()
+    print(status_text(job))
+    if c["failed"] or c["pending"]:
+        print(f"farm {verb}: {c['failed']} frame(s) failed, {c['pending']} not rendered", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_run(args) -> int:
+    from farm.jobs import run_job
+
+    try:
+        job = run_job(args.manifest, out=args.out, broker=args.broker, workers=args.workers, job_id=args.job_id,
+                      progress=False if args.no_progress else None)
+    except KeyboardInterrupt:
+        print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
+              file=sys.stderr)
+        return 130
+    return _finish_job(job, "run")
+
+
+def cmd_status(args) -> int:
+    from farm.jobs import JobState, status_text
+
+    job = JobState.load(args.job, args.out)
+    job.merge_worker_results()
+    if args.json:
+        print(json.dumps({"job": job.id, **job.counts(), "failed_traces": {k: job.traces[k]["error"]
+                                                                          for k in job.keys("failed")}},
+                         indent=2, sort_keys=True))
+    else:
+        print(status_text(job, limit=args.limit))
+    c = job.counts()
+    return 0 if not (c["failed"] or c["pending"]) else 1
+
+
+def cmd_retry(args) -> int:
+    from farm.jobs import retry_job
+
+    if not (args.failed or args.pending):
+        raise SystemExit("farm retry: say what to run again: --failed and/or --pending")
+    job = retry_job(args.job, out=args.out, failed=args.failed, pending=args.pending, broker=args.broker,
+                    workers=args.workers, progress=False if args.no_progress else None)
+    return _finish_job(job, "retry")
+
+
+def _add_runner_options(s) -> None:
+    s.add_argument("--out", help="output store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
+                                    " process pool)")
+    s.add_argument("--workers", type=_workers, help="local processes (default: one per core; with a broker,"
+                                                     " the workers' --concurrency decides)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="farm", description="Headless render and regression-test farm for game models.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -203,6 +271,26 @@ def build_parser() -> argparse.ArgumentParser:
     _add_halo_options(s)
     s.set_defaults(func=cmd_render)
 
+    s = sub.add_parser("run", help="render a job manifest (local process pool, or Celery workers with a broker)")
+    s.add_argument("manifest", help="job manifest (TOML)")
+    s.add_argument("--job-id", help="name the job (default: NAME-DATE-TIME-XXXX)")
+    _add_runner_options(s)
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("status", help="show a job's frames: done, failed (with the reason), pending")
+    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("--out", help="output store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.add_argument("--limit", type=int, default=20, help="failed frames to list (default 20)")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("retry", help="render a job's failed (or unfinished) frames again")
+    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("--failed", action="store_true", help="frames that failed")
+    s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
+    _add_runner_options(s)
+    s.set_defaults(func=cmd_retry)
+
     s = sub.add_parser("demo", help="write the bundled sample models, inspect, convert and render them")
     s.add_argument("--out", default="demo-out")
     s.set_defaults(func=cmd_demo)
@@ -210,11 +298,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from farm.jobs import JobError
+    from farm.manifest import ManifestError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except FormatError as e:
         print(f"error: {e.sentence()}", file=sys.stderr)
+        return 2
+    except (ManifestError, JobError) as e:
+        print(f"error: {e}", file=sys.stderr)
         return 2
 
 

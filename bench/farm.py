@@ -1,0 +1,156 @@
+"""Farm throughput: the local runner with 1 and 2 processes, and Celery with 2 worker processes.
+
+    .venv/bin/python bench/farm.py [--size 192] [--every 20] [--repeat 3] [--renderer gl|synthetic]
+                                   [--redis redis://127.0.0.1:6379/15]
+
+One run renders the project's sample models (every sequence, a frame every --every ms) the same
+way in each mode, into a fresh store each time, and prints:
+
+* frames per second for local x1, local x2 and Celery x2 (the best of --repeat runs of each;
+  runs are interleaved so all modes see the same machine load),
+* the scaling ratio local x2 / local x1,
+* Celery's overhead per frame against the local runner with the same 2 processes:
+  (t_celery - t_local2) / frames, and the same with the local pool's start-up taken out of the
+  local time, since Celery workers are started once and stay up. Start-up is measured by a job of
+  one frame per batch: spawning, imports, GL contexts, and llvmpipe compiling the shader and blend
+  variants on first draw (a warm Celery process has done all of that already).
+
+Celery runs against a real worker subprocess (`celery -A tasks worker --pool prefork
+--concurrency 2`) on the given Redis database, with its own queue; only that queue's keys are
+deleted afterwards. ``--renderer synthetic`` swaps the GL renderer for the no-GL stand-in, which
+leaves only the farm's own costs (loading, PNG encoding, the store, the broker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+
+def write_job(root: Path, size: int, every: int) -> tuple[Path, Path]:
+    from renderer.samples import write_samples
+
+    write_samples(root / "models")
+    job = root / "bench.toml"
+    job.write_text(f'name = "bench"\nsize = "{size}x{size}"\nevery = {every}\n[[models]]\npaths = ["models/*.mdx"]\n')
+    # One frame of every batch: what a fresh pool pays before its steady rate (spawning, imports, the GL
+    # context, llvmpipe compiling each shader and blend variant the models use on first draw).
+    warm = root / "warm.toml"
+    warm.write_text(f'name = "warm"\nsize = "{size}x{size}"\ntimestamps = [0]\n[[models]]\npaths = ["models/*.mdx"]\n')
+    return job, warm
+
+
+def timed_run(manifest: Path, out: Path, **kw) -> tuple[float, int]:
+    from farm.jobs import run_job
+
+    t0 = time.perf_counter()
+    job = run_job(manifest, out=out, progress=False, **kw)
+    dt = time.perf_counter() - t0
+    c = job.counts()
+    if c["failed"] or c["pending"]:
+        raise SystemExit(f"bench: {c['failed']} frames failed, {c['pending']} pending in {manifest.name}")
+    return dt, c["done"]
+
+
+class Worker:
+    def __init__(self, redis: str, renderer: str, log: Path):
+        self.redis = redis
+        self.queue = f"farm-bench-{uuid.uuid4().hex[:8]}"
+        self.name = f"{self.queue}@{socket.gethostname()}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_") and k != "LP_NUM_THREADS"}
+        env.update(FARM_BROKER_URL=redis, FARM_RESULT_BACKEND=redis, FARM_QUEUE=self.queue, FARM_RENDERER=renderer)
+        self.log = open(log, "wb")
+        self.proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "tasks", "worker", "--pool", "prefork",
+                                      "--concurrency", "2", "-n", self.name, "-l", "warning", "--without-mingle",
+                                      "--without-gossip"], cwd=ROOT, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        from farm.celery_app import app
+
+        app.conf.broker_url = app.conf.result_backend = redis
+        os.environ["FARM_QUEUE"] = self.queue
+        deadline = time.monotonic() + 60
+        while not app.control.ping(destination=[self.name], timeout=0.5):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise SystemExit(f"bench: the Celery worker did not start; see {log}")
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self.log.close()
+        os.environ.pop("FARM_QUEUE", None)
+        import redis
+
+        r = redis.Redis.from_url(self.redis)
+        r.delete(self.queue, f"_kombu.binding.{self.queue}")
+        r.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size", type=int, default=192, help="frame width and height (default 192)")
+    ap.add_argument("--every", type=int, default=20, help="a frame every N ms of each sequence (default 20)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each mode; the best counts (default 3)")
+    ap.add_argument("--renderer", choices=("gl", "synthetic"), default="gl")
+    ap.add_argument("--redis", default="redis://127.0.0.1:6379/15", help="broker and result backend for Celery")
+    args = ap.parse_args()
+    os.environ["FARM_RENDERER"] = args.renderer
+    os.environ.pop("FARM_BROKER_URL", None)
+
+    tmp = Path(tempfile.mkdtemp(prefix="farm-bench-"))
+    job, warm = write_job(tmp, args.size, args.every)
+    worker = Worker(args.redis, args.renderer, tmp / "worker.log")
+    best: dict[str, float] = {}
+    frames = 0
+    try:
+        timed_run(warm, tmp / "warmup", broker=args.redis)  # the worker's processes are up and warm
+        n = 0
+        for _ in range(args.repeat):
+            for mode, kw in (("local x1", {"broker": "local", "workers": 1}),
+                             ("local x2", {"broker": "local", "workers": 2}),
+                             ("start x2", {"broker": "local", "workers": 2, "manifest": warm}),
+                             ("celery x2", {"broker": args.redis})):
+                n += 1
+                manifest = kw.pop("manifest", job)
+                dt, done = timed_run(manifest, tmp / f"out{n}", **kw)
+                if manifest is job:
+                    frames = done
+                best[mode] = min(best.get(mode, float("inf")), dt)
+    finally:
+        worker.close()
+
+    print(f"farm bench: {frames} frames of {args.size}x{args.size} (renderer {args.renderer}, sample models, every"
+          f" {args.every} ms of every sequence), best of {args.repeat}")
+    for mode in ("local x1", "local x2", "celery x2"):
+        print(f"  {mode:10s} {best[mode]:7.3f} s  {frames / best[mode]:8.1f} frames/s")
+    start = best["start x2"]
+    print(f"  (local x2 start-up: {start:.3f} s, a job of one frame per batch in a fresh pool)")
+    scaling = best["local x1"] / best["local x2"]
+    print(f"scaling local x2 / x1: {scaling:.2f}x (2 processes, LP_NUM_THREADS=1 each; ideal 2.00 on 2 free cores)")
+    over = (best["celery x2"] - best["local x2"]) / frames * 1000
+    over_warm = (best["celery x2"] - max(best["local x2"] - start, 1e-9)) / frames * 1000
+    print(f"celery overhead per frame vs local x2: {over:+.3f} ms (local start-up included),"
+          f" {over_warm:+.3f} ms (local start-up taken out)")
+    print(f"celery x2 / local x2 throughput: {best['local x2'] / best['celery x2']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

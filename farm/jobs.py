@@ -1,0 +1,298 @@
+"""Job state and the three job commands: run, status, retry (the same for both runners).
+
+A job's state is one JSON file in the store, ``jobs/<job_id>.json``, written atomically by the
+process that runs the job (`farm run`, `farm retry`): the manifest it came from, each model's
+settings (so retries can plan a model again), the batches, and per trace key its status
+(``pending``, ``done`` or ``failed``), image digest or error, thresholds, batch and attempts.
+``jobs/<job_id>/index.json`` maps each rendered trace key to its image digest.
+
+Workers never write the job file; each writes its batch's result next to it
+(``jobs/<job_id>/batches/<batch>.json``). `status` and `retry` merge those in, so a job whose
+`farm run` was interrupted (Ctrl-C, a lost terminal) while Celery workers went on is still
+reported and retried correctly.
+
+The runner is chosen by the broker: ``--broker URL`` or ``FARM_BROKER_URL`` sends batches to Celery
+workers (farm.celery_app); with neither, a local process pool runs the same batch code
+(farm.local).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import secrets
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from farm.batches import Batch, BatchResult, Plan, expand_manifest, expand_plan
+from farm.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
+from farm.progress import Progress
+from farm.store import Store
+
+__all__ = ["JobError", "JobState", "broker_url", "default_out", "retry_job", "run_job", "status_text"]
+
+FORMAT = "modelfarm.job/1"
+SAVE_EVERY_S = 1.0
+
+
+class JobError(RuntimeError):
+    """A job that cannot be found or run; the message says what to do."""
+
+
+def default_out() -> str:
+    return os.environ.get("FARM_OUT") or "farm-out"
+
+
+def broker_url(broker: str | None = None) -> str | None:
+    """The broker to use: the argument, else FARM_BROKER_URL, else None (run locally).
+    ``"local"`` runs locally even when FARM_BROKER_URL is set."""
+    if broker == "local":
+        return None
+    return broker or os.environ.get("FARM_BROKER_URL") or None
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def _redact(url: str | None) -> str | None:
+    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url) if url else url
+
+
+class JobState:
+    def __init__(self, store: Store, data: dict):
+        self.store = store
+        self.data = data
+        self._saved = 0.0
+
+    # --- creating and loading
+    @classmethod
+    def create(cls, store: Store, manifest, plan: Plan, job_id: str | None = None) -> JobState:
+        if job_id is None:
+            stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+            job_id = f"{manifest.name}-{stamp}-{secrets.token_hex(2)}"
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", job_id):
+            raise JobError(f"job id {job_id!r}: use letters, digits, '.', '_' and '-'")
+        if store.job_path(job_id).exists():
+            raise JobError(f"job {job_id!r} already exists in {store.root}; `farm retry {job_id} --failed` reruns"
+                           f" its failed frames")
+        traces = {k: {**v, "status": "pending", "digest": None, "error": None, "attempts": 0}
+                  for k, v in plan.traces.items()}
+        data = {
+            "format": FORMAT, "job": job_id, "name": manifest.name, "manifest": str(manifest.path),
+            "created": _now(), "runs": [], "models": plan.models,
+            "trace_thresholds": [{"match": t.match, "values": t.values, "line": t.line}
+                                 for t in manifest.trace_thresholds],
+            "batches": {b.id: b.to_dict() for b in plan.batches}, "traces": traces,
+        }
+        return cls(store, data)
+
+    @classmethod
+    def load(cls, job: str, out: str | Path | None = None) -> JobState:
+        """A job by id (in `out`, default FARM_OUT or ./farm-out) or by the path of its jobs/<id>.json."""
+        p = Path(job)
+        if p.suffix == ".json" and p.is_file():
+            store = Store(p.resolve().parent.parent)
+            job_id = p.stem
+        else:
+            store = Store(out or default_out())
+            job_id = job
+        try:
+            data = store.read_job(job_id)
+        except FileNotFoundError:
+            known = store.job_ids()
+            hint = f"; jobs there: {', '.join(known[-5:])}" if known else ""
+            raise JobError(f"no job {job_id!r} in {store.root} (pass --out DIR or the path of its jobs/<id>.json)"
+                           f"{hint}") from None
+        except ValueError as e:
+            raise JobError(f"job file {store.job_path(job_id)} is not valid JSON: {e}") from None
+        if data.get("format") != FORMAT:
+            raise JobError(f"{store.job_path(job_id)} is not a modelfarm job file (format {data.get('format')!r})")
+        return cls(store, data)
+
+    # --- properties
+    @property
+    def id(self) -> str:
+        return self.data["job"]
+
+    @property
+    def traces(self) -> dict[str, dict]:
+        return self.data["traces"]
+
+    @property
+    def batches(self) -> dict[str, dict]:
+        return self.data["batches"]
+
+    def counts(self) -> dict[str, int]:
+        c = {"total": len(self.traces), "done": 0, "failed": 0, "pending": 0}
+        for t in self.traces.values():
+            c[t["status"]] += 1
+        return c
+
+    def keys(self, status: str) -> list[str]:
+        return sorted(k for k, t in self.traces.items() if t["status"] == status)
+
+    def index(self) -> dict[str, str]:
+        return {k: t["digest"] for k, t in sorted(self.traces.items()) if t["status"] == "done"}
+
+    # --- recording
+    def record(self, result: BatchResult | dict) -> None:
+        if isinstance(result, dict):
+            result = BatchResult.from_dict(result)
+        for f in result.frames:
+            t = self.traces.get(f.key)
+            if t is None:
+                continue
+            t.update(status="done" if f.status == "done" else "failed", digest=f.digest, error=f.error)
+        self.save()
+
+    def merge_worker_results(self) -> int:
+        """Fold in batch results that workers wrote for traces still pending here; returns how many."""
+        merged = 0
+        for batch_id in sorted({t["batch"] for t in self.traces.values() if t["status"] == "pending"}):
+            result = self.store.read_batch_result(self.id, batch_id)
+            if result:
+                before = self.counts()["pending"]
+                self.record(BatchResult.from_dict(result))
+                merged += before - self.counts()["pending"]
+        return merged
+
+    def dispatched(self, batches: list[Batch]) -> None:
+        for b in batches:
+            self.batches[b.id] = b.to_dict()
+            for k in b.keys:
+                t = self.traces[k]
+                t.update(batch=b.id, status="pending", digest=None, error=None, attempts=t.get("attempts", 0) + 1)
+            self.store.reset_batch(self.id, b.id)
+            self.store.remove_batch_result(self.id, b.id)
+        self.save(force=True)
+
+    def save(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._saved < SAVE_EVERY_S:
+            return
+        self.store.write_job(self.id, self.data)
+        self.store.write_index(self.id, self.index())
+        self._saved = now
+
+    def replan(self, model_rel: str) -> list[Batch]:
+        """Plan a model again (it did not load, or lacked a sequence, when the job was planned):
+        its traces that are not done are replaced by the new plan's; returns the batches to run."""
+        plan = expand_plan(ModelPlan.from_dict(self.data["models"][model_rel]),
+                           [TraceThresholds(t["match"], t["values"], t.get("line"))
+                            for t in self.data.get("trace_thresholds", [])])
+        done = {k for k, t in self.traces.items() if t["model"] == model_rel and t["status"] == "done"}
+        for k in [k for k, t in self.traces.items() if t["model"] == model_rel and k not in done]:
+            del self.traces[k]
+        out = []
+        for b in plan.batches:
+            keys = [k for k in b.keys if k not in done]
+            if not keys:
+                continue
+            b = b if len(keys) == len(b.keys) else b.subset(keys)
+            for k in b.keys:
+                self.traces[k] = {**plan.traces[k], "batch": b.id, "status": "pending", "digest": None,
+                                  "error": None, "attempts": 0}
+            out.append(b)
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# Running
+
+
+def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: int | None,
+             progress: bool | None) -> dict:
+    # Longest batches first, so the last ones to finish are short (less idle time at the end).
+    batches = sorted(batches, key=lambda b: (-len(b.keys), b.model_rel, b.id))
+    frames = sum(len(b.keys) for b in batches)
+    run = {"mode": "celery" if broker else "local", "broker": _redact(broker), "workers": workers,
+           "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
+    job.data["runs"].append(run)
+    job.dispatched(batches)
+    t0 = time.monotonic()
+    bar = Progress(frames, enabled=progress)
+
+    def on_result(result: BatchResult) -> None:
+        job.record(result)
+        bar.finish(result.batch, len(result.frames), result.failed)
+
+    try:
+        if broker:
+            from farm.celery_app import run_celery
+
+            run_celery(job.id, batches, job.store, broker, on_result, bar)
+        else:
+            from farm.local import run_local
+
+            run_local(job.id, batches, job.store, workers, on_result, bar)
+    finally:
+        bar.close()
+        run.update(finished=_now(), seconds=round(time.monotonic() - t0, 3))
+        job.save(force=True)
+    return run
+
+
+def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | None = None,
+            workers: int | None = None, job_id: str | None = None, progress: bool | None = None) -> JobState:
+    """Plan a manifest into batches, run them (Celery when a broker is given, else locally), record."""
+    m = load_manifest(manifest)
+    plan = expand_manifest(m)
+    if not plan.batches:
+        raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
+    store = Store(out or default_out())
+    job = JobState.create(store, m, plan, job_id)
+    job.save(force=True)
+    _execute(job, plan.batches, broker_url(broker), workers, progress)
+    return job
+
+
+def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, pending: bool = False,
+              broker: str | None = None, workers: int | None = None, progress: bool | None = None) -> JobState:
+    """Run a job's failed (and/or still pending) traces again, in batches cut the same way."""
+    job = JobState.load(job_ref, out)
+    job.merge_worker_results()
+    wanted = {"failed"} if failed else set()
+    if pending:
+        wanted.add("pending")
+    selected = [k for k, t in sorted(job.traces.items()) if t["status"] in wanted]
+    by_batch: dict[str, list[str]] = defaultdict(list)
+    for k in selected:
+        by_batch[job.traces[k]["batch"]].append(k)
+    chosen = {batch_id: Batch.from_dict(job.batches[batch_id]) for batch_id in by_batch}
+    # A model that did not load (or lacked a sequence) when planned is planned again as a whole.
+    replan = sorted({b.model_rel for b in chosen.values() if b.provisional})
+    batches: list[Batch] = []
+    for rel in replan:
+        batches.extend(job.replan(rel))
+    for batch_id, b in sorted(chosen.items()):
+        if b.model_rel in replan:
+            continue
+        keys = by_batch[batch_id]
+        batches.append(b if len(keys) == len(b.keys) else b.subset(keys))
+    if batches:
+        _execute(job, batches, broker_url(broker), workers, progress)
+    return job
+
+
+def status_text(job: JobState, limit: int = 20) -> str:
+    c = job.counts()
+    lines = [f"job {job.id}: {c['done']} done, {c['failed']} failed, {c['pending']} pending of {c['total']} frames"
+             f" ({job.store.root})"]
+    for run in job.data["runs"]:
+        where = f"celery {run['broker']}" if run["mode"] == "celery" else f"local, {run.get('workers') or 'auto'}"
+        took = f", {run['seconds']} s" if run.get("seconds") is not None else ", unfinished"
+        lines.append(f"  run {run['started']}: {run['frames']} frames in {run['batches']} batches ({where}{took})")
+    failed = job.keys("failed")
+    if failed:
+        lines.append("failed:")
+        for k in failed[:limit]:
+            lines.append(f"  {k}: {job.traces[k]['error']}")
+        if len(failed) > limit:
+            lines.append(f"  ... and {len(failed) - limit} more (all are in {job.store.job_path(job.id)})")
+    if failed or c["pending"]:
+        what = " ".join(f for f, n in (("--failed", len(failed)), ("--pending", c["pending"])) if n)
+        lines.append(f"rerun with: farm retry {job.id} {what} --out {job.store.root}")
+    return "\n".join(lines)

@@ -1,0 +1,225 @@
+"""The embedded local runner end to end: the real renderer in spawned processes, the CLI, status,
+retry, determinism across worker counts, no GL in the parent, and a process that dies."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+from farm.cli import main  # noqa: E402
+from farm.jobs import JobState, run_job  # noqa: E402
+from farm.store import Store  # noqa: E402
+from farm.worker import SyntheticRenderer  # noqa: E402
+from renderer.samples import write_samples  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+BROKEN_MDX = b"MDLXVERS\x04\x00\x00\x00\x20\x03\x00\x00GEOS\xe8\x03\x00\x00" + bytes(8)
+
+MANIFEST = """
+name = "local"
+size = "64x64"
+timestamps = [0, "50%", "100%"]
+[[models]]
+paths = ["models/*.mdx"]
+"""
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch):
+    """These tests are about the local runner, whatever the developer's environment says."""
+    monkeypatch.delenv("FARM_BROKER_URL", raising=False)
+    monkeypatch.delenv("FARM_OUT", raising=False)
+
+
+def real_renderer():
+    """Skip (with the reason) only while the animation package the renderer needs is missing."""
+    pytest.importorskip("renderer.anim", reason="renderer.anim (animation) has not landed yet")
+
+
+@pytest.fixture
+def job_dir(tmp_path: Path) -> Path:
+    write_samples(tmp_path / "models")
+    (tmp_path / "models" / "broken.mdx").write_bytes(BROKEN_MDX)
+    (tmp_path / "job.toml").write_text(MANIFEST)
+    return tmp_path
+
+
+def job_of(out: Path) -> JobState:
+    (job_id,) = Store(out).job_ids()
+    return JobState.load(job_id, out)
+
+
+def check_every_frame_once(job: JobState) -> None:
+    """Each done trace has its image and sidecar; the store holds those images and nothing else."""
+    store = job.store
+    done = {k: t["digest"] for k, t in job.traces.items() if t["status"] == "done"}
+    assert store.read_index(job.id) == dict(sorted(done.items()))
+    assert len(set(done.values())) == len(done)  # different traces, different bytes (the PNG holds the trace)
+    assert sorted(p.stem for p in store.images()) == sorted(done.values())
+    assert sorted(p.name for p in (store.root / "images").rglob("*.json")) == sorted(f"{d}.json" for d in done.values())
+    assert not list(store.tmp.glob("*")) if store.tmp.exists() else True
+    from renderer.png import read_png
+
+    for key, digest in done.items():
+        rgba, trace = read_png(store.image_path(digest))
+        assert rgba.shape == (64, 64, 4)
+        assert f"|{trace['time_ms']}ms|" in key and key.split("|")[1] in (trace["sequence"], "-")
+
+
+def test_local_run_status_and_retry(job_dir, capsys):
+    real_renderer()
+    out = job_dir / "out"
+    rc = main(["run", str(job_dir / "job.toml"), "--out", str(out), "--workers", "2", "--no-progress"])
+    printed = capsys.readouterr()
+    assert rc == 1  # the broken model's frame failed (its sequences are unknown: one frame, at 0 ms)
+    job = job_of(out)
+    c = job.counts()
+    assert c["failed"] == 1 and c["pending"] == 0 and c["done"] == c["total"] - 1 > 0
+    failed = job.keys("failed")
+    assert all(k.startswith("models/broken.mdx|-|") for k in failed)
+    assert all("chunk GEOS at byte 20" in job.traces[k]["error"] for k in failed)
+    assert "chunk GEOS at byte 20" in printed.out and f"farm retry {job.id} --failed" in printed.out
+    check_every_frame_once(job)
+    side = job.store.read_sidecar(job.traces[job.keys("done")[0]]["digest"])
+    assert side["trace"]["gl"]["renderer"] and side["trace"]["model_hash"]
+    # something was drawn: the crate covers part of its frame
+    from renderer.png import read_png
+
+    crate = next(k for k in job.keys("done") if k.startswith("models/crate.mdx|Stand|0ms"))
+    assert read_png(job.store.image_path(job.traces[crate]["digest"]))[0][..., 3].any()
+
+    assert main(["status", job.id, "--out", str(out)]) == 1
+    assert "1 failed" in capsys.readouterr().out
+    assert main(["status", str(job.store.job_path(job.id)), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["failed"] == 1
+
+    # The model is fixed; the retry plans it again (its sequences are now known) and renders only it.
+    shutil.copy(job_dir / "models" / "crate.mdx", job_dir / "models" / "broken.mdx")
+    before = {k: t["digest"] for k, t in job.traces.items() if t["status"] == "done"}
+    assert main(["retry", job.id, "--out", str(out), "--failed", "--no-progress"]) == 0
+    job = job_of(out)
+    assert job.counts()["failed"] == 0 and job.counts()["pending"] == 0
+    assert not any(k.startswith("models/broken.mdx|-|") for k in job.traces)
+    fixed = [k for k in job.traces if k.startswith("models/broken.mdx|")]
+    assert {k.split("|")[1] for k in fixed} == {"Stand", "Spin", "Death"}
+    assert all(job.traces[k]["digest"] == d for k, d in before.items())  # the rest untouched
+    assert len(job.data["runs"]) == 2 and job.data["runs"][1]["frames"] == len(fixed)
+    check_every_frame_once(job)
+    assert main(["status", job.id, "--out", str(out)]) == 0
+
+
+def test_same_bytes_for_any_worker_count_and_alone(job_dir):
+    real_renderer()
+    one = run_job(job_dir / "job.toml", out=job_dir / "one", workers=1, progress=False)
+    two = run_job(job_dir / "job.toml", out=job_dir / "two", workers=2, progress=False)
+    assert one.index() == two.index() and len(one.index()) == one.counts()["done"]
+    (job_dir / "alone.toml").write_text('size = "64x64"\nsequences = ["Spin"]\ntimestamps = ["50%"]\n'
+                                        '[[models]]\npath = "models/crate.mdx"\n')
+    alone = run_job(job_dir / "alone.toml", out=job_dir / "alone", workers=1, progress=False)
+    ((key, digest),) = alone.index().items()
+    assert one.index()[key] == digest
+
+
+def test_errors_are_reported_not_raised(job_dir, capsys):
+    assert main(["status", "nope", "--out", str(job_dir / "out")]) == 2
+    assert "no job 'nope'" in capsys.readouterr().err
+    (job_dir / "bad.toml").write_text('[[models]]\npath = "models/*.mdz"\n')
+    assert main(["run", str(job_dir / "bad.toml"), "--out", str(job_dir / "out")]) == 2
+    assert "bad.toml:2: " in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["retry", "x", "--out", str(job_dir / "out")])  # neither --failed nor --pending
+
+
+# --- renderers for the spawned pool processes (FARM_RENDERER=test_farm_local:...)
+
+
+class EnvRenderer(SyntheticRenderer):
+    def gl_info(self) -> dict:
+        return {**super().gl_info(), "lp_num_threads": os.environ.get("LP_NUM_THREADS"), "pid": os.getpid()}
+
+
+class CrashingRenderer(SyntheticRenderer):
+    """Dies like a driver segfault (SIGKILL to itself) on any model whose file name starts with 'crash'."""
+
+    def render(self, model, spec, model_digest=None):
+        if Path(model.path).name.startswith("crash"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().render(model, spec, model_digest)
+
+
+def test_parent_never_loads_gl_and_children_split_the_cores(job_dir):
+    real_renderer()
+    code = textwrap.dedent(f"""
+        import json, os, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from farm.jobs import run_job
+        from renderer.gl.threads import gl_driver_loaded
+        gl = run_job({str(job_dir / "job.toml")!r}, out={str(job_dir / "gl")!r}, workers=2, progress=False)
+        os.environ["FARM_RENDERER"] = "test_farm_local:EnvRenderer"
+        env = run_job({str(job_dir / "job.toml")!r}, out={str(job_dir / "env")!r}, workers=2, progress=False)
+        print(json.dumps({{"gl_loaded": gl_driver_loaded(), "lp": os.environ.get("LP_NUM_THREADS"),
+                          "done": gl.counts()["done"], "env_job": env.id}}))
+    """)
+    env = {k: v for k, v in os.environ.items() if k not in ("LP_NUM_THREADS", "FARM_RENDERER")}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert report["gl_loaded"] is False and report["lp"] is None and report["done"] > 0
+    from renderer.gl.threads import available_cores
+
+    job = JobState.load(report["env_job"], job_dir / "env")
+    infos = [job.store.read_sidecar(d)["trace"]["gl"] for d in job.index().values()]
+    assert {i["lp_num_threads"] for i in infos} == {str(max(1, available_cores() // 2))}
+    assert os.getpid() not in {i["pid"] for i in infos}
+
+
+def test_a_process_that_dies_fails_only_its_own_batch(job_dir, monkeypatch):
+    shutil.copy(job_dir / "models" / "crate.mdx", job_dir / "models" / "crash.mdx")
+    monkeypatch.setenv("FARM_RENDERER", "test_farm_local:CrashingRenderer")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    (job_dir / "crash.toml").write_text('size = "64x64"\ntimestamps = [0, 100]\nsequences = ["Stand"]\n'
+                                        '[[models]]\npaths = ["models/crate.mdx", "models/crash.mdx",'
+                                        ' "models/effects.mdx"]\n')
+    job = run_job(job_dir / "crash.toml", out=job_dir / "out", workers=2, progress=False)
+    assert job.counts() == {"total": 6, "done": 4, "failed": 2, "pending": 0}
+    for k in job.keys("failed"):
+        assert k.startswith("models/crash.mdx|") and "died 3 times" in job.traces[k]["error"]
+
+
+def test_status_and_retry_after_the_coordinator_died(job_dir, monkeypatch, capsys):
+    """`farm run` stopped before recording anything; the workers went on and wrote their batch
+    results. `status` folds those in; `retry --pending` renders only what no worker finished."""
+    from farm.batches import expand_manifest, render_batch
+    from farm.manifest import load_manifest
+
+    monkeypatch.setenv("FARM_RENDERER", "synthetic")
+    monkeypatch.delenv("FARM_BROKER_URL", raising=False)
+    m = load_manifest(job_dir / "job.toml")
+    plan = expand_manifest(m)
+    store = Store(job_dir / "out")
+    job = JobState.create(store, m, plan, job_id="cut-short")
+    job.save(force=True)
+    finished = [b for b in plan.batches if not b.provisional][:2]
+    for b in finished:  # what the workers managed before everything stopped
+        render_batch(b, SyntheticRenderer, store, job.id)
+    assert main(["status", "cut-short", "--out", str(store.root)]) == 1
+    out = capsys.readouterr().out
+    done = sum(len(b.keys) for b in finished)
+    assert f"{done} done, 0 failed, {len(plan.traces) - done} pending" in out and "--pending" in out
+    assert main(["retry", "cut-short", "--out", str(store.root), "--pending", "--failed", "--no-progress",
+                 "--workers", "1"]) == 1  # the broken model's frame fails again
+    job = JobState.load("cut-short", store.root)
+    assert job.counts()["pending"] == 0
+    assert job.keys("failed") == ["models/broken.mdx|-|0ms|auto|64x64|msaa0|team0|transparent"]
+    assert job.data["runs"][0]["frames"] == len(plan.traces) - done  # the finished batches were not sent again
