@@ -200,6 +200,7 @@ def main(argv=None):
     ap.add_argument("--frames", type=int, default=240, help="frames per round, spread over all sequences")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--naive-frames", type=int, default=12, help="frames for the (slow) naive reference")
+    ap.add_argument("--no-render", action="store_true", help="skip the whole-frame comparison with the GL floor")
     args = ap.parse_args(argv)
     paths = [Path(p) for p in args.models] or [CORPUS / p for p in DEFAULT_MODELS]
     missing = [p for p in paths if not p.exists()]
@@ -221,7 +222,51 @@ def main(argv=None):
     print("ms per frame (best of rounds). pose = everything; sample + skel = tracks and node matrices;")
     print("x naive = naive (per-key Python tracks + per-node Python matrices) / (sample + skel);")
     print("x floor = (sample + skel) / one numpy matmul of all node matrices.")
+    if not args.no_render:
+        render_vs_floor(paths, args.rounds)
     return 0
+
+
+def render_vs_floor(paths, rounds: int, size: int = 512) -> None:
+    """Animated frames through the whole renderer against the bare GL floor of bench/render.py (the
+    same vertex buffers, a constant-colour shader, one readback) and a still frame, in one run."""
+    import os
+
+    os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+    os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+    sys.path.insert(0, str(ROOT / "bench"))
+    from render import FLOOR_FS, FLOOR_VS, best, draw_floor
+
+    from renderer.camera import resolve_camera
+    from renderer.frame import FrameSpec, Renderer
+    from renderer.gl.shaders import build_program
+
+    r = Renderer()
+    prog = None
+    print(f"\nwhole frames at {size}x{size} (best of {rounds}; animated = every frame at another time of a sequence):")
+    print(f"{'model':26s} {'animated':>9s} {'still':>8s} {'GL floor':>9s} {'anim/floor':>10s}")
+    for p in paths:
+        model = load_model(p)
+        seq = max(range(len(model.sequences)), key=lambda i: np.subtract(*model.sequences[i].interval[::-1]))
+        length = max(model.sequences[seq].interval[1] - model.sequences[seq].interval[0], 1)
+        specs = [FrameSpec(sequence=seq, time_ms=int(t), width=size, height=size)
+                 for t in np.linspace(0, length, 24)]
+        r.render(model, specs[0])
+
+        def animated(specs=specs, model=model):
+            for spec in specs:
+                r.render(model, spec)
+
+        anim_ms = best(rounds, animated) / len(specs) * 1e3
+        still_ms = best(rounds, r.render, model, specs[0]) * 1e3
+        prog = prog or build_program(FLOOR_VS, FLOOR_FS, label="floor")
+        gpu = r._gpu(model, specs[0])
+        cam = resolve_camera("auto", model, seq)
+        mvp = (cam.projection(1.0) @ cam.view()).astype(np.float32)
+        floor_ms = best(rounds, draw_floor, gpu, prog, mvp, size) * 1e3
+        print(f"{p.stem[:26]:26s} {anim_ms:8.2f}m {still_ms:7.2f}m {floor_ms:8.2f}m {anim_ms / floor_ms:9.2f}x")
+        r.forget(model)
+    r.close()
 
 
 if __name__ == "__main__":
