@@ -21,7 +21,7 @@
     match = "crate.mdx|Death|*"
     min_ssim = 0.95
 
-    [[models]]
+    [[models]]                        # or, with no per-model settings: models = ["models/**/*.mdx"]
     paths = ["models/**/*.mdx"]       # globs relative to this file (or `path = "one.mdx"`)
     sequences = ["Stand"]             # any setting above may be overridden per model
     thresholds = { min_ssim = 0.98 }
@@ -602,8 +602,11 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
     models = data.get("models")
     if models is None:
         raise ManifestError(path, None, "no [[models]]: a manifest names at least one model (path or glob)")
+    if isinstance(models, list) and models and all(isinstance(m, str) for m in models):
+        models = [{"paths": models}]  # shorthand: models = ["a.mdx", "units/**/*.mdx"]
     if not isinstance(models, list) or not models or any(not isinstance(m, dict) for m in models):
-        raise ctx.error(("models",), "'models' must be an array of tables: write [[models]] with 'path' or 'paths'")
+        raise ctx.error(("models",), "'models' must be a list of paths/globs or an array of tables: "
+                                     "write [[models]] with 'path' or 'paths'")
     chosen: dict[Path, ModelPlan] = {}
     for i, entry in enumerate(models):
         key = ("models", i)

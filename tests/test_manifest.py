@@ -200,3 +200,12 @@ def test_model_outside_the_manifest_folder(tree):
 def test_parse_text_directly(tree):
     m = parse_manifest('[[models]]\npath = "a.mdx"\n', tree / "models" / "inline.toml")
     assert m.plans[0].rel == "a.mdx" and m.name == "inline"
+
+
+def test_models_shorthand_list_of_globs(tree):
+    m = parse(tree, """
+        size = "64x64"
+        models = ["models/*.mdx", "models/units/*.mdx"]
+        """)
+    assert sorted(p.rel for p in m.plans) == ["models/a.mdx", "models/b.mdx", "models/units/c.mdx"]
+    assert {(p.width, p.height) for p in m.plans} == {(64, 64)}
