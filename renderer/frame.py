@@ -79,6 +79,7 @@ class Renderer:
         self._program = None
         self._palette = None
         self._models: dict[int, object] = {}
+        self._digests: dict[int, tuple[Model, str]] = {}  # id(model) -> (model, content hash)
         self._fx_programs = None
         self.effects = Effects()  # particle/ribbon simulations kept between frames (renderer.fx)
 
@@ -110,7 +111,26 @@ class Renderer:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
         for key in [k for k in self._models if k[0] == id(model)]:
             self._models.pop(key).delete()
+        self._digests.pop(id(model), None)
         self.effects.forget(model)
+
+    def _digest(self, model: Model, given: str | None) -> str:
+        """The model's content hash, computed once per model object (it is read on every frame)."""
+        if given:
+            return given
+        known = self._digests.get(id(model))
+        if known is None or known[0] is not model:
+            known = (model, model_hash(model))
+            self._digests[id(model)] = known
+        return known[1]
+
+    def _pose(self, model: Model, spec: FrameSpec):
+        """(sequence index, camera, GPU resources, pose) of a frame; the context is made current."""
+        self.context.make_current()
+        seq = resolve_sequence(model, spec.sequence)
+        camera = resolve_camera(spec.camera, model, seq, spec.width / spec.height)
+        gpu = self._gpu(model, spec)
+        return seq, camera, gpu, gpu.animator.pose(seq, spec.time_ms, camera.view())
 
     def reset_effects(self) -> None:
         """Drop every running particle/ribbon simulation: the next frame simulates from t = 0."""
@@ -122,19 +142,14 @@ class Renderer:
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import draw_model
 
-        ctx = self.context
-        ctx.make_current()
+        bg = spec.background_rgba()
+        seq, camera, gpu, pose = self._pose(model, spec)
+        aspect = spec.width / spec.height
         if self._program is None:
             self._program = ModelProgram()
             self._palette = PaletteBuffer()
-        seq = resolve_sequence(model, spec.sequence)
-        aspect = spec.width / spec.height
-        camera = resolve_camera(spec.camera, model, seq, aspect)
-        bg = spec.background_rgba()
-        gpu = self._gpu(model, spec)
-        pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
         # Effects: the content hash seeds the emitters, so it is known before drawing.
-        digest = model_digest or model_hash(model)
+        digest = self._digest(model, model_digest)
         fx = self.effects.at(model, gpu.animator, seq, spec.time_ms, spec.instance_seed, digest, camera.view())
         fb = Framebuffer(spec.width, spec.height, spec.msaa)
         try:
@@ -162,18 +177,14 @@ class Renderer:
         """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,
         read back with transform feedback (None for geosets with nothing to draw)."""
         from renderer.gl.feedback import SkinFeedback
+        from renderer.gl.framebuffer import Framebuffer
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import upload_palettes
 
-        self.context.make_current()
+        _, _, gpu, pose = self._pose(model, spec)
         if self._palette is None:
             self._palette = PaletteBuffer()
-        seq = resolve_sequence(model, spec.sequence)
-        camera = resolve_camera(spec.camera, model, seq, spec.width / spec.height)
-        gpu = self._gpu(model, spec)
-        pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
         offsets = upload_palettes(pose, self._palette)
-        from renderer.gl.framebuffer import Framebuffer
 
         target = Framebuffer(1, 1)  # drawing needs a complete framebuffer, even with rasterising off
         feedback = SkinFeedback()
@@ -190,7 +201,7 @@ class Renderer:
         return {
             "renderer_version": RENDERER_VERSION,
             "model": Path(model.path).name if model.path else str(model.name),
-            "model_hash": model_digest or model_hash(model),
+            "model_hash": self._digest(model, model_digest),
             "sequence": None if seq is None else str(model.sequences[seq].name),
             "sequence_index": seq,
             "time_ms": int(spec.time_ms),
@@ -213,8 +224,10 @@ class Renderer:
         self._models.clear()
         if self._program is not None:
             self._program.delete()
+            self._program = None
+        if self._palette is not None:
             self._palette.delete()
-            self._program = self._palette = None
+            self._palette = None
         if self._fx_programs is not None:
             self._fx_programs.delete()
             self._fx_programs = None
