@@ -308,13 +308,10 @@ class RibbonEmitter(Node):
     extra: bytes = detail(b"")
 
 
-@dataclass
+@dataclass(eq=False)  # holds an array: compare with `same`
 class EventObject(Node):
     global_sequence_id: int = -1
     frames: np.ndarray | None = None  # KEVT frames; None when the KEVT block is absent
-
-    def __eq__(self, other):
-        return same(self, other)
 
 
 @dataclass

@@ -46,6 +46,3 @@ def write_track(t: Track, out: list) -> None:
     out.append(TRACK_HEADER.pack(t.tag.encode("latin-1"), len(keys), t.interpolation, t.global_sequence_id))
     out.append(keys.tobytes())
 
-
-def tracks_size(tracks: dict[str, Track]) -> int:
-    return sum(TRACK_HEADER.size + t.keys.nbytes for t in tracks.values())
