@@ -116,6 +116,8 @@ class Batch:
     assets: tuple = ()
     provisional: bool = False  # planned without reading the model: `farm retry` plans it again
     id: str = ""
+    kind: str = "frames"  # what `render_batch` does with it: "frames", or a name in BATCH_KINDS
+    params: dict = field(default_factory=dict)  # what a batch of another kind needs beyond the fields above
 
     def __post_init__(self):
         order = sorted(range(len(self.times)), key=lambda i: self.times[i])
@@ -126,7 +128,10 @@ class Batch:
             self.id = self.compute_id()
 
     def compute_id(self) -> str:
-        body = json.dumps([self.model_rel, self.model_digest, self.sequence, self.keys], sort_keys=True)
+        body = [self.model_rel, self.model_digest, self.sequence, self.keys]
+        if self.kind != "frames":
+            body += [self.kind, self.params]
+        body = json.dumps(body, sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()[:20]
 
     def subset(self, keys: Iterable[str]) -> Batch:
@@ -144,6 +149,7 @@ class Batch:
             "keys": list(self.keys), "width": self.width, "height": self.height, "msaa": self.msaa,
             "background": self.background, "camera": self.camera, "team": self.team,
             "missing_textures": self.missing_textures, "assets": list(self.assets), "provisional": self.provisional,
+            **({"kind": self.kind, "params": dict(self.params)} if self.kind != "frames" else {}),
         }
 
     @classmethod
@@ -289,10 +295,11 @@ class FrameResult:
     status: str  # "done" | "failed"
     digest: str | None = None
     error: str | None = None
+    info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
 
     def to_dict(self) -> dict:
         return {"key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
-                "error": self.error}
+                "error": self.error, **({"info": self.info} if self.info is not None else {})}
 
 
 @dataclass
@@ -341,9 +348,15 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     model_digest)` -> Frame and `forget(model)` (renderer.frame.Renderer, or a stand-in).
     `on_frame(done, total, failed)` is called after each frame. Exceptions in `abort` (a Celery
     soft time limit) stop the batch: the frames not rendered yet fail with that reason.
+
+    A batch of another kind (``batch.kind`` other than "frames") goes to its own function in
+    BATCH_KINDS, with these same arguments, in the same worker processes.
     """
     from renderer.png import png_bytes
 
+    if batch.kind != "frames":
+        return batch_kind(batch.kind)(batch, renderer_factory, store, job_id, on_frame=on_frame, abort=abort,
+                                      max_deliveries=max_deliveries)
     attempt = store.begin_batch(job_id, batch.id)
     total = len(batch.keys)
     frames: list[FrameResult] = []
@@ -423,6 +436,24 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
             except Exception:  # noqa: BLE001 - freeing must not hide the batch's outcome
                 pass
     return finish(frames)
+
+
+# Batches of other kinds, run by both runners (local pool, Celery) exactly like frame batches: name ->
+# "module:function" with render_batch's signature, returning a BatchResult. Only names listed here
+# run (the name comes from the batch, which may come from a broker), imported when first used.
+BATCH_KINDS: dict[str, str] = {
+    "thumbnail": "farm.thumbs.work:render_thumbnail_batch",  # `farm thumbnails`: one model, one image
+}
+
+
+def batch_kind(kind: str) -> Callable:
+    import importlib
+
+    try:
+        module, _, name = BATCH_KINDS[kind].partition(":")
+    except KeyError:
+        raise ValueError(f"unknown batch kind {kind!r} (known: frames, {', '.join(sorted(BATCH_KINDS))})") from None
+    return getattr(importlib.import_module(module), name)
 
 
 def _gl_errors() -> tuple:

@@ -1,0 +1,85 @@
+"""`farm thumbnails` throughput on the corpus: models per minute with 1 and 2 local processes.
+
+    .venv/bin/python bench/thumbnails.py [--corpus ../shared/corpus] [--size 256] [--repeat 3]
+                                         [--format png|webp]
+
+Each run makes the thumbnails of every model under the corpus into a fresh folder (nothing is up to
+date: every model is hashed, loaded, rendered, encoded and written; contact sheets and the index are
+drawn), exactly as `farm thumbnails CORPUS --out DIR --workers N` does. Runs of the two modes are
+interleaved and the best of --repeat is kept, so both see the same machine load. Printed:
+
+* models per minute for x1 and x2, and the ratio x2 / x1 (the scaling of the process pool);
+* start-up: the same command on a folder with one small model (spawning the pool, imports, GL
+  contexts, llvmpipe compiling shaders on first draw); and the rate with that taken out, which is
+  what a large tree approaches, since the corpus itself takes only a few seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+
+def timed(roots: list[Path], out: Path, workers: int, size: int, fmt: str) -> tuple[float, int, int]:
+    from farm.thumbs import ThumbnailOptions, make_thumbnails
+
+    t0 = time.perf_counter()
+    s = make_thumbnails(roots, out, ThumbnailOptions(size=size, format=fmt), workers=workers, broker="local",
+                        progress=False)
+    return time.perf_counter() - t0, s.models, len(s.failed)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
+    ap.add_argument("--size", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--format", choices=("png", "webp"), default="png")
+    args = ap.parse_args()
+    corpus = Path(args.corpus)
+    if not corpus.is_dir():
+        print(f"bench/thumbnails.py: no corpus at {corpus}", file=sys.stderr)
+        return 2
+    from farm.local import default_workers
+
+    modes = (1, 2)
+    best: dict[int, float] = {}
+    start: dict[int, float] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-thumbs-") as tmp:
+        tmp = Path(tmp)
+        one = tmp / "one"
+        one.mkdir()
+        small = min((p for p in corpus.rglob("*.mdx") if p.name == "cube.mdx"), default=None)
+        if small is None:
+            small = min(corpus.rglob("*.mdx"), key=lambda p: p.stat().st_size)
+        shutil.copy(small, one / small.name)
+        models = failed = 0
+        for r in range(args.repeat):
+            for w in modes:
+                dt, models, failed = timed([corpus], tmp / f"x{w}-{r}", w, args.size, args.format)
+                best[w] = min(best.get(w, dt), dt)
+                dt1, _, _ = timed([one], tmp / f"start-x{w}-{r}", w, args.size, args.format)
+                start[w] = min(start.get(w, dt1), dt1)
+    print(f"thumbnails of {corpus}: {models} models ({failed} fail to load: placeholder tiles), {args.size} px,"
+          f" {args.format}; best of {args.repeat}; {default_workers()} cores available")
+    for w in modes:
+        steady = models / max(best[w] - start[w], 1e-9) * 60
+        print(f"  x{w}: {best[w]:6.2f} s = {models / best[w] * 60:7.0f} models/min   start-up {start[w]:5.2f} s,"
+              f" without it {steady:7.0f} models/min")
+    print(f"  ratio x2 / x1: {best[1] / best[2]:.2f} (whole runs),"
+          f" {(best[1] - start[1]) / max(best[2] - start[2], 1e-9):.2f} (without start-up)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Finding the models under the roots, in a deterministic order, each with a stable id.
+
+Every file whose extension is .mdx, .mdl, .model or .gbxmodel (any case) under each root, walking
+real folders only (symbolic links to folders are not followed, so a tree with a link loop ends;
+links to files are taken). Order: the roots in the order given, then each root's models sorted by
+their path relative to the root (code point order, '/' separated). A file reached from two
+overlapping roots is listed once, under the first. The output folder is never walked.
+
+A model's id is ``LABEL/PATH``: LABEL names its root (the root folder's own name, with ``-2``,
+``-3`` ... when two roots share a name), PATH is the model's path under the root. Ids name the
+thumbnails (``thumbs/<id>.png``), the index entries and the incremental state, so they must not
+change between runs of the same command.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["EXTENSIONS", "Found", "FindError", "asset_roots_for", "find_models", "root_labels"]
+
+EXTENSIONS = (".mdx", ".mdl", ".model", ".gbxmodel")
+
+
+class FindError(ValueError):
+    """A root that does not exist or is not a folder or a model file."""
+
+
+@dataclass(frozen=True)
+class Found:
+    id: str  # LABEL/PATH
+    root: Path  # absolute folder the path is relative to
+    label: str
+    rel: str  # posix path under root
+    path: Path  # absolute path of the file
+    size: int
+
+
+def _is_model(name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in EXTENSIONS
+
+
+def root_labels(roots: list[Path]) -> list[str]:
+    labels: list[str] = []
+    for root in roots:
+        base = root.name or "root"
+        label, n = base, 1
+        while label in labels:
+            n += 1
+            label = f"{base}-{n}"
+        labels.append(label)
+    return labels
+
+
+def _folder_of(root: Path) -> Path:
+    return root.parent if root.is_file() else root
+
+
+def find_models(roots: list[str | Path], exclude: list[str | Path] = ()) -> list[Found]:
+    resolved: list[Path] = []
+    for r in roots:
+        p = Path(r).absolute()
+        if not p.exists():
+            raise FindError(f"{r}: no such folder")
+        if p.is_file() and not _is_model(p.name):
+            raise FindError(f"{r}: not a folder and not a model file ({', '.join(EXTENSIONS)})")
+        if not (p.is_dir() or p.is_file()):
+            raise FindError(f"{r}: not a folder")
+        resolved.append(p)
+    skip = {os.path.realpath(x) for x in exclude}
+    labels = root_labels([_folder_of(p) for p in resolved])
+    seen: set[str] = set()
+    out: list[Found] = []
+    for root, label in zip(resolved, labels, strict=True):
+        folder = _folder_of(root)
+        rels: list[str] = []
+        if root.is_file():
+            rels.append(root.name)
+        else:
+            for dirpath, dirnames, filenames in os.walk(folder):
+                dirnames[:] = sorted(d for d in dirnames
+                                     if os.path.realpath(os.path.join(dirpath, d)) not in skip)
+                base = Path(dirpath).relative_to(folder)
+                rels.extend((base / f).as_posix() for f in filenames if _is_model(f))
+        for rel in sorted(rels):
+            path = folder / rel
+            try:
+                if not path.is_file():
+                    continue
+                real = os.path.realpath(path)
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if real in seen:
+                continue
+            seen.add(real)
+            out.append(Found(f"{label}/{rel}", folder, label, rel, path, size))
+    return out
+
+
+def asset_roots_for(found: Found, roots: list[str | Path], extra: list[str | Path] = ()) -> list[str]:
+    """Where a model's textures are looked for after its own folder: each folder above it up to its
+    root (nearest first: a map keeps its textures at its top), the other roots, then `extra`."""
+    out: list[str] = []
+    d = found.path.parent
+    while d != found.root and found.root in d.parents:
+        d = d.parent
+        out.append(str(d))
+    for r in [*roots, *extra]:
+        s = str(_folder_of(Path(r).absolute()))
+        if s not in out and s != str(found.path.parent):
+            out.append(s)
+    return out

@@ -1,0 +1,316 @@
+"""`make_thumbnails`: find the models, render what changed, write thumbnails, sheets and the index.
+
+The coordinator (this process) never loads GL: it hashes the model files, decides what to render,
+sends one "thumbnail" batch per model to the farm's runner (farm.local's process pool, or Celery
+workers with a broker: the same worker code either way) and writes everything in the output
+folder itself, from the images the workers return:
+
+    DIR/thumbs/<id>.png          one per model that rendered (trace in the PNG text chunk)
+    DIR/thumbs/<id>.webp(.json)  with --format webp: the image and its trace/diagnostics sidecar
+    DIR/sheets/sheet-0001.png    contact sheets, N models each (--sheet N; 0: none)
+    DIR/index.json, index.html   every model, failed ones with their error
+    DIR/.farm/                   incremental state, journal, lock, temporary files
+
+A model is skipped when its file's sha256 and the options fingerprint equal its record and its
+thumbnail is still there. Failed models are always tried again (a broken model fails at load, in
+milliseconds; a worker that died may not die twice). Thumbnails of models that are gone, or that
+now fail, are removed; nothing else in DIR is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from farm.batches import Batch, BatchResult, file_digest
+from farm.store import Store, atomic_write, atomic_write_json
+from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
+from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
+from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
+from farm.thumbs.state import State, fingerprint
+from farm.thumbs.work import FORMATS
+
+__all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
+
+THUMBNAIL_VERSION = 1  # bump when what a thumbnail shows changes for the same options
+
+
+class ThumbnailError(ValueError):
+    """Bad roots or options, or the output folder in use; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class ThumbnailOptions:
+    size: int = 256
+    sequence: str | None = None  # asked sequence; None: Portrait, else Stand, else the first
+    time: int | None = None  # ms from the sequence start; None: the middle of the sequence
+    format: str = "png"
+    team: int = 0
+    msaa: int = 4
+    sheet: int = 64  # models per contact sheet; 0: no sheets
+    assets: tuple = ()  # asset roots after each model's own folders and the roots
+    missing_textures: str = "checker"
+
+    def check(self) -> None:
+        if not 16 <= int(self.size) <= 4096:
+            raise ThumbnailError(f"--size must be 16..4096 pixels, not {self.size}")
+        if self.format not in FORMATS:
+            raise ThumbnailError(f"--format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        if self.time is not None and int(self.time) < 0:
+            raise ThumbnailError(f"--time must be >= 0 ms, not {self.time}")
+        if not 0 <= int(self.team) <= 27:
+            raise ThumbnailError(f"--team must be 0..27, not {self.team}")
+        if int(self.sheet) < 0:
+            raise ThumbnailError(f"--sheet must be >= 0, not {self.sheet}")
+        if self.missing_textures not in ("checker", "white"):
+            raise ThumbnailError(f"--missing-textures must be checker or white, not {self.missing_textures!r}")
+        for a in self.assets:
+            if not Path(a).is_dir():
+                raise ThumbnailError(f"--assets {a}: no such folder")
+
+
+@dataclass
+class Summary:
+    out: Path
+    models: int = 0
+    rendered: list[str] = field(default_factory=list)  # ids rendered this run (done or failed)
+    skipped: int = 0  # up to date
+    failed: dict[str, str] = field(default_factory=dict)  # id -> error, for every model failing now
+    sheets_written: int = 0
+    seconds: float = 0.0
+    mode: str = "local"
+
+    @property
+    def done(self) -> int:
+        return self.models - len(self.failed)
+
+    def text(self, limit: int = 20) -> str:
+        lines = [f"thumbnails: {self.models} models: {len(self.rendered) - len(self.failed)} rendered,"
+                 f" {self.skipped} up to date, {len(self.failed)} failed ({self.mode}, {self.seconds:.1f} s)"
+                 f" -> {self.out / 'index.html'}"]
+        if self.failed:
+            lines.append("failed (placeholder tiles, errors in index.json):")
+            for model_id, error in list(self.failed.items())[:limit]:
+                lines.append(f"  {model_id}: {error}")
+            if len(self.failed) > limit:
+                lines.append(f"  ... and {len(self.failed) - limit} more")
+        return "\n".join(lines)
+
+
+def _thumb_rel(model_id: str, fmt: str) -> str:
+    return f"thumbs/{model_id}.{fmt}"
+
+
+def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
+    from renderer.frame import RENDERER_VERSION  # no GL: the renderer's package, not its context
+
+    return {"thumbnail_version": THUMBNAIL_VERSION, "renderer_version": RENDERER_VERSION, "size": int(opts.size),
+            "sequence": opts.sequence, "time": opts.time, "format": opts.format, "team": int(opts.team),
+            "msaa": int(opts.msaa), "missing_textures": opts.missing_textures, "assets": assets}
+
+
+def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
+    return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0], [found.id],
+                 width=int(opts.size), height=int(opts.size), msaa=int(opts.msaa), team=int(opts.team),
+                 missing_textures=opts.missing_textures, assets=tuple(assets), kind="thumbnail",
+                 params={"format": opts.format, "time": opts.time})
+
+
+def _inside(out: Path, rel: str) -> Path | None:
+    p = (out / rel).resolve()
+    return p if p.is_relative_to(out.resolve() / "thumbs") or p.is_relative_to(out.resolve() / "sheets") else None
+
+
+def _entry(found: Found, rec: dict | None) -> dict:
+    rec = rec or {}
+    e = {k: rec.get(k) for k in ENTRY_KEYS}
+    e.update(id=found.id, root=str(found.root), path=found.rel, file=Path(found.rel).name,
+             status=rec.get("status") or "failed")
+    if e["status"] != "done":
+        e.update(thumbnail=None, sidecar=None, image_sha256=None)
+        e["error"] = rec.get("error") or "not rendered (the run stopped before this model)"
+    return e
+
+
+def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOptions | None = None,
+                    broker: str | None = None, workers: int | None = None, progress: bool | None = None,
+                    force: bool = False) -> Summary:
+    """Thumbnails of every model under `roots` in `out` (see the module docstring)."""
+    from farm.jobs import broker_url
+    from farm.progress import Progress
+
+    opts = opts or ThumbnailOptions()
+    opts.check()
+    if not roots:
+        raise ThumbnailError("name at least one folder to look for models in")
+    out = Path(out).absolute()
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    broker = broker_url(broker)
+    summary = Summary(out, mode="celery" if broker else "local")
+    try:
+        found = find_models(roots, exclude=[out])
+    except ValueError as e:
+        raise ThumbnailError(str(e)) from None
+    root_folders = [Path(r).absolute() for r in roots]
+    extra_assets = [Path(a).absolute() for a in opts.assets]
+    state = State(out / ".farm")
+    state.lock()
+    try:
+        state.load()
+        summary.models = len(found)
+        todo: list[Batch] = []
+        fps: dict[str, str] = {}
+        for f in found:
+            assets = asset_roots_for(f, root_folders, extra_assets)
+            fps[f.id] = fp = fingerprint(_render_options(opts, assets))
+            try:
+                digest = file_digest(f.path)
+            except OSError as e:
+                state.record(f.id, {"status": "failed", "error": f"{f.path}: cannot read: {e.strerror or e}",
+                                    "options": fp, "sha256": None})
+                summary.rendered.append(f.id)
+                continue
+            rec = state.records.get(f.id)
+            if (not force and rec and rec.get("status") == "done" and rec.get("sha256") == digest
+                    and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()):
+                summary.skipped += 1
+                continue
+            todo.append(_batch(f, digest, opts, assets))
+        # Largest files first: the last models to finish are small ones (less idle time at the end).
+        sizes = {f.id: f.size for f in found}
+        todo.sort(key=lambda b: (-sizes[b.model_rel], b.model_rel))
+        if todo:
+            _run(todo, out, opts, state, fps, summary, broker, workers, Progress(len(todo), enabled=progress,
+                                                                                 desc="thumbnails"))
+        entries = _finish(found, out, opts, state)
+        summary.failed = {e["id"]: e["error"] for e in entries if e["status"] != "done"}
+        summary.sheets_written = _sheets(entries, out, opts, state)
+        doc = {"format": FORMAT, "options": {"size": int(opts.size), "sequence": opts.sequence, "time": opts.time,
+                                             "format": opts.format, "team": int(opts.team), "msaa": int(opts.msaa),
+                                             "missing_textures": opts.missing_textures, "sheet": int(opts.sheet),
+                                             "roots": [str(r) for r in root_folders],
+                                             "assets": [str(a) for a in extra_assets]},
+               "counts": {"models": len(entries), "done": sum(e["status"] == "done" for e in entries),
+                          "failed": sum(e["status"] != "done" for e in entries)},
+               "sheets": sorted(state.sheets), "models": entries}
+        labels = root_labels([r.parent if r.is_file() else r for r in root_folders])
+        write_index(out, doc, state.tmp, title="Thumbnails: " + ", ".join(labels))
+        state.compact([f.id for f in found])
+        try:
+            state.tmp.rmdir()  # empty unless a process was killed mid-write
+        except OSError:
+            pass
+    finally:
+        state.unlock()
+    summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, fps: dict[str, str],
+         summary: Summary, broker: str | None, workers: int | None, bar) -> None:
+    job_id = f"thumbnails-{secrets.token_hex(4)}"
+    store = Store(state.folder)  # only for the runner's delivery counts (jobs/<job>/attempts)
+
+    def on_result(result: BatchResult) -> None:
+        frame = result.frames[0]
+        model_id = frame.key
+        info = dict(frame.info or {})
+        image = info.pop("image", None)
+        rec = {k: info.get(k) for k in ENTRY_KEYS if k in info}
+        rec.update(sha256=info.get("sha256"), options=fps.get(model_id))
+        trace = info.get("trace") or {}
+        if frame.status == "done" and image is not None:
+            data = base64.b64decode(image)
+            digest = hashlib.sha256(data).hexdigest()
+            if frame.digest and digest != frame.digest:
+                frame.status, frame.error = "failed", f"{model_id}: the image arrived damaged (sha256 mismatch)"
+        if frame.status == "done" and image is not None:
+            thumb = _thumb_rel(model_id, opts.format)
+            atomic_write(out / thumb, data, state.tmp)
+            sidecar = None
+            if opts.format != "png":
+                sidecar = thumb + ".json"
+                atomic_write_json(out / sidecar, {"trace": trace, "diagnostics": info.get("diagnostics", []),
+                                                  "diagnostic_count": info.get("diagnostic_count", 0)}, state.tmp)
+            camera = trace.get("camera") if isinstance(trace.get("camera"), dict) else {}
+            rec.update(status="done", error=None, thumbnail=thumb, sidecar=sidecar, image_sha256=digest,
+                       camera_source=camera.get("source"))
+        else:
+            rec.update(status="failed", error=frame.error or "failed without a reason", thumbnail=None, sidecar=None,
+                       image_sha256=None)
+        state.record(model_id, rec)  # after the image: a journal line never names a missing file
+        summary.rendered.append(model_id)
+        bar.finish(result.batch, 1, int(rec["status"] != "done"))
+
+    try:
+        if broker:
+            from farm.celery_app import run_celery
+
+            run_celery(job_id, batches, store, broker, on_result, bar)
+        else:
+            from farm.local import run_local
+
+            run_local(job_id, batches, store, workers, on_result, bar)
+    finally:
+        bar.close()
+        shutil.rmtree(store.job_dir(job_id), ignore_errors=True)
+        try:
+            (store.root / "jobs").rmdir()
+        except OSError:
+            pass
+
+
+def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: State) -> list[dict]:
+    """Index entries for the models found; removes the files of models gone or failing now."""
+    entries = [_entry(f, state.records.get(f.id)) for f in found]
+    wanted = {e[k] for e in entries for k in ("thumbnail", "sidecar") if e.get(k)}
+    for rel in sorted(state.files - wanted):
+        p = _inside(out, rel)
+        if p is not None:
+            p.unlink(missing_ok=True)
+    state.files = set(wanted)
+    _prune_empty(out / "thumbs")
+    return entries
+
+
+def _prune_empty(folder: Path) -> None:
+    if not folder.is_dir():
+        return
+    for p in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
+        if p.is_dir():
+            try:
+                p.rmdir()
+            except OSError:
+                pass
+
+
+def _sheets(entries: list[dict], out: Path, opts: ThumbnailOptions, state: State) -> int:
+    n = int(opts.sheet)
+    groups = [entries[i:i + n] for i in range(0, len(entries), n)] if n else []
+    wanted: dict[str, str] = {}
+    written = 0
+    for i, group in enumerate(groups):
+        name = f"sheets/sheet-{i + 1:04d}.{opts.format}"
+        body = [SHEET_VERSION, n, int(opts.size), opts.format,
+                [[e["id"], e["status"], e["image_sha256"], e["error"], e["sequence"]] for e in group]]
+        fp = hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()[:24]
+        for e in group:
+            e["sheet"] = name
+        wanted[name] = fp
+        if state.sheets.get(name) == fp and (out / name).is_file():
+            continue
+        atomic_write(out / name, sheet_bytes(draw_sheet(group, out, n, int(opts.size)), opts.format), state.tmp)
+        written += 1
+    for name in set(state.sheets) - set(wanted):
+        p = _inside(out, name)
+        if p is not None:
+            p.unlink(missing_ok=True)
+    state.sheets = wanted
+    return written
