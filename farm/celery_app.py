@@ -56,7 +56,7 @@ from celery import Celery, signals
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 
-__all__ = ["app", "config_from_env", "render_batch_task", "run_celery"]
+__all__ = ["app", "config_from_env", "nightly_task", "render_batch_task", "run_celery"]
 
 log = logging.getLogger("farm.celery")
 TASK_NAME = "farm.render_batch"
@@ -286,3 +286,10 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
     except BaseException:
         log.warning("stopped waiting; %d batch(es) are still queued or running on the workers", len(pending))
         raise
+
+
+# --- nightly runs: the task and, when FARM_NIGHTLY_MANIFEST is set, the beat schedule (farm.nightly)
+
+from farm.nightly import register as _register_nightly  # noqa: E402
+
+nightly_task = _register_nightly(app)

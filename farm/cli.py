@@ -135,36 +135,10 @@ def cmd_render(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from renderer.formats import load_model, save_model
-    from renderer.frame import FrameSpec, Renderer
-    from renderer.png import write_png
-    from renderer.samples import write_samples
-    from renderer.summary import format_text, summarize
+    """The project's own regression suite: sample models -> local runner -> goldens/ -> report."""
+    from farm.demo import run_demo
 
-    out = Path(args.out)
-    paths = write_samples(out / "models")
-    renderer = Renderer()
-    try:
-        for p in paths:
-            model = load_model(p, strict=True)
-            print(format_text(summarize(model)))
-            mdl = p.with_suffix(".mdl")
-            save_model(model, mdl)
-            same = load_model(mdl, strict=True) == model
-            print(f"{p.name} -> {mdl.name} -> model: {'equal' if same else 'DIFFERENT'}")
-            if not same:
-                return 1
-            seq = model.sequences[0]
-            for t in (0, (seq.interval[1] - seq.interval[0]) // 2):
-                frame = renderer.render(model, FrameSpec(sequence=0, time_ms=t, width=256, height=256))
-                dest = out / "frames" / f"{p.stem}_{seq.name}_{t}ms.png"
-                write_png(dest, frame.rgba, frame.trace)
-                print(f"rendered {dest}")
-            print()
-    finally:
-        renderer.close()
-    print(f"demo: wrote {len(paths)} sample models, their MDL text and frames under {out}")
-    return 0
+    return run_demo(args.out, args.goldens, args.workers)
 
 
 def _workers(text: str) -> int:
@@ -198,7 +172,13 @@ def cmd_run(args) -> int:
         print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
               file=sys.stderr)
         return 130
-    return _finish_job(job, "run")
+    rendered = _finish_job(job, "run")
+    if args.no_compare:
+        return rendered
+    from farm.goldens_cli import compare_after_run
+
+    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report)
+    return max(rendered, compared or 0)
 
 
 def cmd_status(args) -> int:
@@ -224,6 +204,54 @@ def cmd_retry(args) -> int:
     job = retry_job(args.job, out=args.out, failed=args.failed, pending=args.pending, broker=args.broker,
                     workers=args.workers, progress=False if args.no_progress else None)
     return _finish_job(job, "retry")
+
+
+def cmd_thumbnails(args) -> int:
+    """Thumbnails of every model under the roots (farm.thumbs); exit 0 even when some models fail
+    (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
+    from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
+    from farm.thumbs.state import StateLocked
+
+    opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
+                            team=args.team, msaa=args.msaa, sheet=args.sheet, assets=tuple(args.assets),
+                            missing_textures=args.missing_textures)
+    try:
+        summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
+                                  progress=False if args.no_progress else None, force=args.force)
+    except (ThumbnailError, StateLocked) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("farm thumbnails: interrupted; run the same command again to render the rest", file=sys.stderr)
+        return 130
+    print(summary.text())
+    return 1 if args.strict and summary.failed else 0
+
+
+def _add_thumbnails_parser(sub) -> None:
+    s = sub.add_parser("thumbnails", help="a thumbnail of every model under some folders, contact sheets and a"
+                                          " searchable index.html (incremental)")
+    s.add_argument("roots", nargs="+", metavar="ROOT", help="folder to search for .mdx .mdl .model .gbxmodel")
+    s.add_argument("--out", required=True, help="output folder (thumbs/, sheets/, index.html, index.json)")
+    s.add_argument("--size", type=int, default=256, help="thumbnail width and height in pixels (default 256)")
+    s.add_argument("--sequence", help="sequence to show when a model has it (default: Portrait); else Stand,"
+                                      " else the first")
+    s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
+    s.add_argument("--format", choices=("png", "webp"), default="png", help="png (trace in a text chunk) or webp"
+                                                                             " (lossless, trace in a .json sidecar)")
+    s.add_argument("--team", type=int, default=0, help="team colour index 0-27")
+    s.add_argument("--msaa", type=int, default=4, help="MSAA samples (default 4, clamped to what GL grants)")
+    s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
+    s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
+                   help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")
+    s.add_argument("--missing-textures", choices=("checker", "white"), default="checker")
+    s.add_argument("--force", action="store_true", help="render every model, even those up to date")
+    s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
+    s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
+                                    " process pool)")
+    s.add_argument("--workers", type=_workers, help="local processes (default: one per core)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_thumbnails)
 
 
 def _add_runner_options(s) -> None:
@@ -275,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("manifest", help="job manifest (TOML)")
     s.add_argument("--job-id", help="name the job (default: NAME-DATE-TIME-XXXX)")
     _add_runner_options(s)
+    from farm.goldens_cli import add_parsers as _add_golden_parsers
+    from farm.goldens_cli import add_run_options
+
+    add_run_options(s)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("status", help="show a job's frames: done, failed (with the reason), pending")
@@ -290,10 +322,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
     _add_runner_options(s)
     s.set_defaults(func=cmd_retry)
+    _add_thumbnails_parser(sub)
 
-    s = sub.add_parser("demo", help="write the bundled sample models, inspect, convert and render them")
-    s.add_argument("--out", default="demo-out")
+    s = sub.add_parser("demo", help="render the sample models (goldens/manifest.toml) locally, compare them with"
+                                     " the committed goldens, write the report")
+    s.add_argument("--out", default="demo-out", help="models, store/ and report/ go here (default demo-out)")
+    s.add_argument("--goldens", help="the goldens folder with manifest.toml (default: the repository's goldens/)")
+    s.add_argument("--workers", type=_workers, help="local processes (default: one per core)")
     s.set_defaults(func=cmd_demo)
+    _add_golden_parsers(sub)  # compare, approve, reject, goldens, report, serve, diff (farm.goldens_cli)
     return p
 
 

@@ -1,0 +1,396 @@
+"""A run compared with its goldens (`compare_run`), or with another run (`diff_runs`).
+
+Both give a *results* dict (JSON-ready; the reports in farm.report read only this), written next
+to the run: ``jobs/<id>/comparison.json`` for goldens, ``jobs/<id>/diff-<base id>.json`` for a diff.
+
+Per trace, against goldens (farm.goldens explains digests and environments):
+
+1. The trace did not render (or its image is missing): status ``error``.
+2. Its pixel digest is approved for its environment or generically: ``pass`` (match ``exact``).
+3. Its pixel digest was rejected: ``rejected``, with who rejected it, when and why.
+4. No approved golden at all: ``new``. Never a pass: someone has to look at it first.
+5. Otherwise `farm.compare.compare` with the trace's thresholds (the manifest's, per model and
+   per trace; the comparison's defaults fill the rest) against each approved image of the scope
+   the lookup chose (the environment's own goldens, else the generic ones), newest first: the
+   first that passes makes it ``pass`` (match ``similar``), else ``fail`` with the closest
+   golden's reason. A mismatch names the environment of both images when they differ.
+
+Every metric of the deciding comparison is kept (`Comparison.to_dict()`), with the thresholds
+used, the golden's digest, scope, approver and environment. For a frame that is not identical to
+its golden, the difference heatmap and the SSIM map are written as PNGs under
+``jobs/<id>/heatmaps/`` for the report.
+
+The verdict: ``fail`` when any trace is ``fail``, ``rejected`` or ``error``; when any is ``new``
+(unless `allow_new`: CI should not accept images nobody has looked at, so new traces fail by
+default, as vitest's ``update: none`` and `--mpl` do); and when nothing was compared at all (no
+trace had a golden), so a comparison can never pass by silently skipping.
+
+`diff_runs(base, head)` compares the same trace keys of two runs (for a pull request: before and
+after a change), with the head's thresholds: ``unchanged`` (identical, or within the thresholds:
+match ``similar``), ``changed``, ``added`` (only in head), ``removed`` (only in base), ``error``
+(did not render in one of them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from farm.compare import Comparison, Thresholds, compare, diff_heatmap, image_digest, ssim_heatmap
+from farm.goldens import GoldenIndex, env_key
+from farm.store import atomic_write, atomic_write_json
+
+__all__ = [
+    "FORMAT",
+    "GROUPS",
+    "compare_run",
+    "diff_runs",
+    "group_of",
+    "load_results",
+    "results_for",
+    "verdict",
+]
+
+FORMAT = "modelfarm.comparison/1"
+# Report order: failures, then new, then passed. Each status belongs to one group.
+GROUPS = {
+    "error": "failed", "rejected": "failed", "fail": "failed", "changed": "failed",
+    "new": "new", "added": "new", "removed": "new",
+    "pass": "passed", "unchanged": "passed",
+}
+
+
+def group_of(status: str) -> str:
+    return GROUPS.get(status, "failed")
+
+
+def _now() -> str:
+    from farm.goldens import now
+
+    return now()
+
+
+def _read_png(data: bytes) -> tuple[np.ndarray, dict | None]:
+    from PIL import Image
+
+    from renderer.png import TRACE_KEY
+
+    with Image.open(io.BytesIO(data)) as im:
+        rgba = np.asarray(im.convert("RGBA"))
+        text = im.text.get(TRACE_KEY) if hasattr(im, "text") else None
+    try:
+        trace = json.loads(text) if text else None
+    except ValueError:
+        trace = None
+    return rgba, trace
+
+
+def _job_digest(job) -> str:
+    """What the run's traces are now (status and image per trace): results are reused only for it."""
+    state = {k: [t.get("status"), t.get("digest")] for k, t in sorted(job.traces.items())}
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
+
+
+def _thresholds(t: Mapping) -> Thresholds:
+    try:
+        return Thresholds.from_dict(t.get("thresholds") or {})
+    except ValueError:
+        return Thresholds()
+
+
+def _trace_base(key: str, t: Mapping) -> dict:
+    return {"key": key, "model": t.get("model") or key.split("|", 1)[0], "sequence": t.get("sequence"),
+            "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
+            "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
+            "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None}
+
+
+class _Frame:
+    """A stored frame: its PNG bytes' name, pixels, pixel digest and GL environment."""
+
+    def __init__(self, store, png: str):
+        data = store.read_image(png)
+        self.png = png
+        self.path = store.image_path(png)
+        self.rgba, trace = _read_png(data)
+        self.digest = image_digest(self.rgba)
+        gl = (trace or {}).get("gl")
+        if gl is None:
+            try:
+                gl = store.read_sidecar(png).get("trace", {}).get("gl")
+            except (OSError, ValueError):
+                gl = None
+        self.gl = gl or {}
+        self.env = env_key(self.gl)
+        self.size = [int(self.rgba.shape[1]), int(self.rgba.shape[0])]
+
+
+def _load_frame(store, t: Mapping) -> tuple[_Frame | None, str | None]:
+    if t.get("status") != "done" or not t.get("digest"):
+        if t.get("status") == "pending":
+            return None, "The frame was not rendered (the run did not finish it)."
+        return None, f"The frame did not render: {t.get('error') or t.get('status')}"
+    try:
+        return _Frame(store, t["digest"]), None
+    except OSError as e:
+        return None, f"The frame's image {t['digest'][:12]}... is missing from the store ({e.strerror or e})."
+    except Exception as e:  # noqa: BLE001 - a corrupt file is this trace's error, not the run's
+        return None, f"The frame's image {t['digest'][:12]}... cannot be read: {type(e).__name__}: {e}"
+
+
+def _write_heatmaps(job, res: dict, new: np.ndarray, old: np.ndarray, cmp: Comparison) -> None:
+    """Difference heatmap and SSIM map as PNGs under jobs/<id>/heatmaps/ (paths relative to the store)."""
+    from renderer.png import png_bytes
+
+    if new.shape != old.shape:
+        return
+    folder = job.store.job_dir(job.id) / "heatmaps"
+    stem = f"{(cmp.digest or '')[:16]}-{(cmp.golden_digest or '')[:16]}"
+    diff_path = folder / f"{stem}-diff.png"
+    if not diff_path.is_file():
+        atomic_write(diff_path, png_bytes(diff_heatmap(new, old)), job.store.tmp)
+    res["diff_image"] = diff_path.relative_to(job.store.root).as_posix()
+    if cmp.ssim_map is not None:
+        ssim_path = folder / f"{stem}-ssim.png"
+        if not ssim_path.is_file():
+            atomic_write(ssim_path, png_bytes(ssim_heatmap(cmp.ssim_map)), job.store.tmp)
+        res["ssim_image"] = ssim_path.relative_to(job.store.root).as_posix()
+
+
+def _golden_info(golden: Mapping, scope: str, scope_env: str, index: GoldenIndex) -> dict:
+    return {"digest": golden["digest"], "png": golden.get("png"), "scope": scope, "scope_env": scope_env,
+            "by": golden.get("by"), "at": golden.get("at"), "run": golden.get("run"),
+            "env": env_key(golden.get("gl")), "path": str(index.image_path(golden["png"]))}
+
+
+def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) -> dict:
+    res = _trace_base(key, t)
+    frame, error = _load_frame(job.store, t)
+    if frame is None:
+        res.update(status="error", reason=error)
+        return res
+    res.update(digest=frame.digest, size=frame.size, env=frame.env)
+    look = index.lookup(key, frame.env)
+    hit = look.exact(frame.digest)
+    th = Thresholds.from_dict(res["thresholds"])
+    if hit is not None:
+        kind, scope, record = hit
+        scope_env = frame.env if scope == "env" else "*"
+        if kind == "approved":
+            same = Comparison("identical", th, ssim=1.0, ssim_rgb=1.0, ssim_alpha=1.0, pixels_over=0.0, max_diff=0,
+                              digest=frame.digest, golden_digest=frame.digest, size=tuple(frame.size),
+                              golden_size=tuple(frame.size))
+            res.update(status="pass", match="exact", golden=_golden_info(record, scope, scope_env, index),
+                       metrics=same.to_dict())
+        else:
+            res.update(status="rejected", golden=None,
+                       rejected={"scope": scope, "by": record.get("by"), "at": record.get("at"),
+                                 "run": record.get("run"), "reason": record.get("reason")},
+                       reason=f"This image ({frame.digest[:12]}...) was rejected by {record.get('by')} on"
+                              f" {record.get('at')} (run {record.get('run')}): {record.get('reason')}.")
+        return res
+    candidates = look.candidates()
+    if not candidates:
+        res.update(status="new", reason="No approved golden for this trace yet (in this environment or"
+                                        " generically).")
+        return res
+    scope = look.scope
+    scope_env = frame.env if scope == "env" else "*"
+    best: tuple[Comparison, dict, np.ndarray] | None = None
+    for golden in candidates:
+        path = index.image_path(golden["png"])
+        try:
+            old, _ = _read_png(path.read_bytes())
+        except OSError:
+            continue
+        cmp = compare(frame.rgba, old, th)
+        rank = (cmp.passed, cmp.ssim if cmp.ssim is not None else -2.0, -cmp.pixels_over)
+        if best is None or rank > (best[0].passed, best[0].ssim if best[0].ssim is not None else -2.0,
+                                   -best[0].pixels_over):
+            best = (cmp, golden, old)
+        if cmp.passed:
+            break
+    if best is None:
+        res.update(status="error", reason=f"The golden image(s) of this trace are missing from {index.images_dir}"
+                                          f" ({', '.join(g['digest'][:12] + '...' for g in candidates)}).")
+        return res
+    cmp, golden, old = best
+    if heatmaps:
+        cmp = compare(frame.rgba, old, th, with_map=True)
+        _write_heatmaps(job, res, frame.rgba, old, cmp)
+    info = _golden_info(golden, scope, scope_env, index)
+    res.update(golden=info, metrics=cmp.to_dict())
+    if cmp.passed:
+        res.update(status="pass", match="similar")
+    else:
+        reason = cmp.reason or "The frame differs from its golden."
+        if info["env"] != frame.env:
+            reason += f" The golden was rendered by {info['env']}; this frame by {frame.env}."
+        res.update(status="fail", reason=reason)
+    return res
+
+
+def verdict(results: dict, allow_new: bool | None = None) -> dict:
+    """Fill in counts, the verdict and the sentences behind it (in place; returned)."""
+    if allow_new is not None:
+        results["allow_new"] = bool(allow_new)
+    allow = results.get("allow_new", False)
+    traces = results["traces"].values()
+    counts = {s: 0 for s in ("pass", "fail", "rejected", "new", "error")}
+    if results.get("kind") == "diff":
+        counts = {s: 0 for s in ("unchanged", "changed", "added", "removed", "error")}
+    for t in traces:
+        counts[t["status"]] = counts.get(t["status"], 0) + 1
+    counts["total"] = len(results["traces"])
+    problems = []
+    if results.get("kind") == "diff":
+        compared = sum(1 for t in traces if t["status"] in ("unchanged", "changed"))
+        n = counts["changed"] + counts["added"] + counts["removed"] + counts["error"]
+        results["verdict"] = "changed" if n else "same"
+        if counts["changed"]:
+            problems.append(f"{counts['changed']} trace(s) changed")
+        if counts["added"] or counts["removed"]:
+            problems.append(f"{counts['added']} added, {counts['removed']} removed")
+        if counts["error"]:
+            problems.append(f"{counts['error']} trace(s) did not render in one of the runs")
+    else:
+        compared = counts["pass"] + counts["fail"] + counts["rejected"]
+        failing = counts["fail"] + counts["rejected"] + counts["error"]
+        if counts["fail"]:
+            problems.append(f"{counts['fail']} trace(s) differ from their goldens")
+        if counts["rejected"]:
+            problems.append(f"{counts['rejected']} trace(s) rendered an image that was rejected before")
+        if counts["error"]:
+            problems.append(f"{counts['error']} trace(s) did not render")
+        if counts["new"] and not allow:
+            problems.append(f"{counts['new']} trace(s) have no golden yet: review them, then `farm approve RUN"
+                            f" --new` (or pass --allow-new to let new traces through)")
+        if compared == 0:
+            problems.append("nothing was compared: no trace of this run has an approved golden")
+        results["verdict"] = "fail" if failing or (counts["new"] and not allow) or compared == 0 else "pass"
+    results["counts"] = counts
+    results["compared"] = compared
+    results["problems"] = problems
+    return results
+
+
+def _sort_traces(traces: dict) -> dict:
+    return dict(sorted(traces.items()))
+
+
+def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iterable[str] | None = None,
+                previous: dict | None = None, rest_current: bool = True, heatmaps: bool = True,
+                write: bool = True) -> dict:
+    """Compare a run (farm.jobs.JobState) with the golden folder `goldens`; returns the results.
+
+    `keys` with `previous` recompares only those traces and keeps the rest (for `farm serve`
+    after an approval); `rest_current` says the other traces' lines did not change meanwhile (else
+    the results are not reused later: `results_for` compares again). The results are written to
+    jobs/<id>/comparison.json unless `write` is False.
+    """
+    index = GoldenIndex.load(goldens)
+    if keys is not None and previous is not None:
+        traces = dict(previous["traces"])
+        for k in keys:
+            if k in job.traces:
+                traces[k] = _compare_trace(job, index, k, job.traces[k], heatmaps)
+    else:
+        traces = {k: _compare_trace(job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
+    results = {
+        "format": FORMAT, "kind": "goldens", "job": job.id, "name": job.data.get("name"),
+        "store": str(job.store.root), "manifest": job.data.get("manifest"), "goldens": str(Path(goldens).absolute()),
+        "goldens_digest": index.digest(), "job_digest": _job_digest(job), "created": _now(),
+        "traces": _sort_traces(traces),
+    }
+    if keys is not None and previous is not None and not rest_current:
+        results["goldens_digest"] = None
+    verdict(results, allow_new)
+    if write:
+        atomic_write_json(job.store.job_dir(job.id) / "comparison.json", results, job.store.tmp)
+    return results
+
+
+def load_results(job, name: str = "comparison.json") -> dict | None:
+    try:
+        data = json.loads((job.store.job_dir(job.id) / name).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if data.get("format") == FORMAT else None
+
+
+def results_for(job, goldens: str | Path, *, allow_new: bool = False, fresh: bool = False) -> dict:
+    """The run's comparison with `goldens`: the stored comparison.json when it was made against
+    the same index and the same images of the run, else a new comparison (written)."""
+    if not fresh:
+        old = load_results(job)
+        if (old and old.get("goldens") == str(Path(goldens).absolute())
+                and old.get("goldens_digest") == GoldenIndex.load(goldens).digest()
+                and old.get("job_digest") == _job_digest(job)):
+            return verdict(old, allow_new)
+    return compare_run(job, goldens, allow_new=allow_new)
+
+
+# --------------------------------------------------------------------------------------------
+# Two runs
+
+
+def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, heatmaps: bool) -> dict:
+    t = th_ if th_ is not None else tb
+    res = _trace_base(key, t)
+    res["png"] = (th_ or {}).get("digest")
+    if th_ is None:
+        frame, error = _load_frame(base.store, tb)
+        res.update(status="removed", reason="The trace is in the base run only.", png=None)
+        if frame is not None:
+            res["golden"] = {"digest": frame.digest, "png": frame.png, "scope": "base", "env": frame.env,
+                             "path": str(frame.path), "run": base.id}
+        return res
+    new, error_h = _load_frame(head.store, th_)
+    if new is not None:
+        res.update(digest=new.digest, size=new.size, env=new.env)
+    if tb is None:
+        res.update(status="added" if new is not None else "error",
+                   reason="The trace is in the head run only." if new is not None else error_h)
+        return res
+    old, error_b = _load_frame(base.store, tb)
+    if old is not None:
+        res["golden"] = {"digest": old.digest, "png": old.png, "scope": "base", "env": old.env,
+                         "path": str(old.path), "run": base.id}
+    if new is None or old is None:
+        res.update(status="error", reason=f"head: {error_h}" if new is None else f"base: {error_b}")
+        return res
+    th = Thresholds.from_dict(res["thresholds"])
+    cmp = compare(new.rgba, old.rgba, th, with_map=heatmaps)
+    if heatmaps and cmp.status != "identical":
+        _write_heatmaps(head, res, new.rgba, old.rgba, cmp)
+    res["metrics"] = cmp.to_dict()
+    if cmp.passed:
+        res.update(status="unchanged", match="exact" if cmp.status == "identical" else "similar")
+    else:
+        reason = cmp.reason or "The frame changed."
+        if old.env != new.env:
+            reason += f" The base frame was rendered by {old.env}; the head frame by {new.env}."
+        res.update(status="changed", reason=reason)
+    return res
+
+
+def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:
+    """Compare run `head` with run `base`, trace by trace (see the module docstring)."""
+    keys = sorted(set(base.traces) | set(head.traces))
+    traces = {k: _diff_trace(base, head, k, base.traces.get(k), head.traces.get(k), heatmaps) for k in keys}
+    results = {
+        "format": FORMAT, "kind": "diff", "job": head.id, "name": head.data.get("name"),
+        "store": str(head.store.root), "manifest": head.data.get("manifest"),
+        "base": {"job": base.id, "store": str(base.store.root), "manifest": base.data.get("manifest")},
+        "head": {"job": head.id, "store": str(head.store.root), "manifest": head.data.get("manifest")},
+        "created": _now(), "traces": traces,
+    }
+    verdict(results)
+    if write:
+        atomic_write_json(head.store.job_dir(head.id) / f"diff-{base.id}.json", results, head.store.tmp)
+    return results

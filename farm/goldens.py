@@ -1,0 +1,632 @@
+"""The golden index: which images are approved (and which are known bad) for each trace.
+
+A goldens folder holds
+
+    index.jsonl        one line per (trace key, environment scope), sorted: the approved and
+                       rejected digests, who decided, when, from which run, and the GL environment
+                       that rendered each approved image
+    approvals.jsonl    the log: one line per approve, reject, undo or prune, with every index line
+                       it changed before and after (so `farm approve --undo` is exact)
+    images/<png>.png   each approved image once: the PNG file exactly as the run stored it (never
+                       a re-render, never re-encoded), under the same name, the sha256 of its bytes
+
+**What a digest identifies.** A golden digest is `farm.compare.image_digest` of the pixels
+(sha256 of the canonical RGBA bytes and the size), not the sha256 of the PNG file the store names
+images by. The PNG's text chunk carries the whole trace (model hash, renderer version, GL
+environment), so two renders with the same pixels on two machines, or before and after an edit
+that did not change the picture, are different files but the same image: comparing pixel digests
+makes "exact match" mean what a reviewer means. Each approval also records `png`, the sha256 of the
+file: the golden's image file is that file, byte for byte (its embedded trace says what rendered it
+and agrees with the index line), and the store of the run it came from has it under the same name.
+
+**Index lines.** The first line is the header ``{"format": "modelfarm.goldens/1"}``; then one JSON
+object per line, sorted by trace key, the generic scope first::
+
+    {"trace": "models/crate.mdx|Stand|0ms|...", "env": "*", "approved": [{"digest": ..., "png": ...,
+     "size": [128, 128], "by": ..., "at": ..., "run": ..., "gl": {...}}], "rejected": [{"digest": ...,
+     "by": ..., "at": ..., "run": ..., "reason": ...}]}
+
+Keys are always written in that order, so a change to one trace is a one-line diff.
+
+**Environments.** `env_key(gl)` names a GL environment by what makes llvmpipe and GPU output
+differ: GL_RENDERER (for llvmpipe it includes the LLVM version and vector width), the driver and its
+version (Mesa 22.3.6) and the CPU vendor, e.g. ``llvmpipe (LLVM 15.0.6, 256 bits) / Mesa 22.3.6 /
+AuthenticAMD``. A trace's line with ``"env": "*"`` is its generic golden; a line with an env key
+holds goldens for that environment only. `GoldenIndex.lookup` looks at the frame's own environment
+first and then the generic line: an approved digest in either is an exact match, a rejected digest
+in either is a known-bad image (the environment's own decision wins when both name the digest),
+and the inexact comparison uses the environment's approved images when it has any, else the
+generic ones.
+
+Writers take an exclusive lock on the folder (flock), reload, change and rewrite the index
+atomically, and append one line to the log, so `farm serve` and a `farm approve` in a terminal
+never lose each other's decisions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import fcntl
+import fnmatch
+import getpass
+import hashlib
+import io
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from farm.store import atomic_write
+
+__all__ = [
+    "FORMAT",
+    "GENERIC",
+    "GoldenError",
+    "GoldenIndex",
+    "Lookup",
+    "default_user",
+    "env_key",
+    "find_goldens",
+    "png_pixel_digest",
+]
+
+FORMAT = "modelfarm.goldens/1"
+GENERIC = "*"
+INDEX_NAME = "index.jsonl"
+LOG_NAME = "approvals.jsonl"
+IMAGES_DIR = "images"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_APPROVAL_KEYS = ("digest", "png", "size", "by", "at", "run", "gl")
+_REJECTION_KEYS = ("digest", "png", "by", "at", "run", "reason")
+
+
+class GoldenError(RuntimeError):
+    """A golden folder that cannot be read or changed; the message says what to do."""
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+def env_key(gl: Mapping | None) -> str:
+    """The environment a golden belongs to: ``GL_RENDERER / driver version / CPU vendor``."""
+    if not gl:
+        return "unknown"
+
+    def clean(v) -> str:
+        return re.sub(r"\s+", " ", str(v or "")).strip().replace("/", "-")
+
+    renderer = clean(gl.get("renderer")) or "-"
+    driver = " ".join(x for x in (clean(gl.get("driver")), clean(gl.get("driver_version"))) if x) or "-"
+    cpu = clean(gl.get("cpu_vendor")) or "-"
+    return f"{renderer} / {driver} / {cpu}"
+
+
+def png_pixel_digest(png: bytes) -> tuple[str, tuple[int, int], dict | None]:
+    """(pixel digest, (width, height), trace) of PNG bytes."""
+    import numpy as np
+    from PIL import Image
+
+    from farm.compare import image_digest
+    from renderer.png import TRACE_KEY
+
+    with Image.open(io.BytesIO(png)) as im:
+        rgba = np.asarray(im.convert("RGBA"))
+        text = im.text.get(TRACE_KEY) if hasattr(im, "text") else None
+    trace = None
+    if text:
+        try:
+            trace = json.loads(text)
+        except ValueError:
+            trace = None
+    return image_digest(rgba), (rgba.shape[1], rgba.shape[0]), trace
+
+
+def default_user(by: str | None = None) -> str:
+    """Who decides: `by`, else $FARM_USER, else git's user.name <user.email>, else $USER."""
+    if by:
+        return by
+    if os.environ.get("FARM_USER"):
+        return os.environ["FARM_USER"]
+    parts = []
+    for key in ("user.name", "user.email"):
+        try:
+            out = subprocess.run(["git", "config", "--get", key], capture_output=True, text=True, timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            break
+        if out.returncode == 0 and out.stdout.strip():
+            parts.append(out.stdout.strip())
+    if parts:
+        return parts[0] if len(parts) == 1 else f"{parts[0]} <{parts[1]}>"
+    try:
+        return os.environ.get("USER") or os.environ.get("LOGNAME") or getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def find_goldens(manifest: str | Path | None, explicit: str | Path | None = None) -> Path | None:
+    """The goldens folder for a manifest: `explicit`, else $FARM_GOLDENS, else the manifest's own
+    folder when it holds an index.jsonl, else its goldens/ subfolder when that does; else None."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("FARM_GOLDENS"):
+        return Path(os.environ["FARM_GOLDENS"])
+    if manifest:
+        folder = Path(manifest).parent
+        for cand in (folder, folder / "goldens"):
+            if (cand / INDEX_NAME).is_file():
+                return cand
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Lines
+
+
+def _ordered(d: Mapping, keys: tuple[str, ...]) -> dict:
+    out = {k: d[k] for k in keys if k in d}
+    out.update({k: d[k] for k in sorted(d) if k not in out})
+    return out
+
+
+def canonical_entry(entry: Mapping) -> dict:
+    return {
+        "trace": entry["trace"],
+        "env": entry["env"],
+        "approved": [_ordered(a, _APPROVAL_KEYS) for a in entry.get("approved", [])],
+        "rejected": [_ordered(r, _REJECTION_KEYS) for r in entry.get("rejected", [])],
+    }
+
+
+def entry_line(entry: Mapping) -> str:
+    return json.dumps(canonical_entry(entry), ensure_ascii=False)
+
+
+def _sort_key(key: tuple[str, str]) -> tuple:
+    trace, env = key
+    return (trace, env != GENERIC, env)
+
+
+def _check_entry(obj, where: str) -> dict:
+    if not isinstance(obj, dict):
+        raise GoldenError(f"{where}: expected a JSON object")
+    for name in ("trace", "env"):
+        if not isinstance(obj.get(name), str) or not obj[name]:
+            raise GoldenError(f"{where}: {name!r} must be a non-empty string")
+    for name in ("approved", "rejected"):
+        items = obj.get(name, [])
+        if not isinstance(items, list):
+            raise GoldenError(f"{where}: {name!r} must be a list")
+        for i, item in enumerate(items):
+            if not isinstance(item, dict) or not _HEX64.fullmatch(str(item.get("digest", ""))):
+                raise GoldenError(f"{where}: {name}[{i}] needs 'digest', 64 lowercase hex digits")
+            if name == "approved" and not _HEX64.fullmatch(str(item.get("png", ""))):
+                raise GoldenError(f"{where}: {name}[{i}] needs 'png' (the image file's sha256), 64 lowercase"
+                                  f" hex digits")
+    return obj
+
+
+# --------------------------------------------------------------------------------------------
+# The index
+
+
+@dataclass
+class Lookup:
+    """What the index says about one trace in one environment."""
+
+    trace: str
+    env: str
+    env_entry: dict | None
+    generic_entry: dict | None
+
+    def approved_in(self, scope: str) -> list[dict]:
+        entry = self.env_entry if scope == "env" else self.generic_entry
+        return list(entry.get("approved", [])) if entry else []
+
+    def rejected_in(self, scope: str) -> list[dict]:
+        entry = self.env_entry if scope == "env" else self.generic_entry
+        return list(entry.get("rejected", [])) if entry else []
+
+    def exact(self, digest: str) -> tuple[str, str, dict] | None:
+        """("approved" | "rejected", scope, record) when `digest` is named; the env's line first."""
+        for scope in ("env", "generic"):
+            for a in self.approved_in(scope):
+                if a["digest"] == digest:
+                    return "approved", scope, a
+            for r in self.rejected_in(scope):
+                if r["digest"] == digest:
+                    return "rejected", scope, r
+        return None
+
+    @property
+    def scope(self) -> str | None:
+        """Where the goldens for an inexact comparison come from: "env", "generic" or None (new)."""
+        if self.approved_in("env"):
+            return "env"
+        if self.approved_in("generic"):
+            return "generic"
+        return None
+
+    def candidates(self) -> list[dict]:
+        """The approved images to compare with, newest first."""
+        scope = self.scope
+        return list(reversed(self.approved_in(scope))) if scope else []
+
+
+@dataclass
+class GoldenIndex:
+    root: Path
+    entries: dict[tuple[str, str], dict] = field(default_factory=dict)
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_NAME
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / LOG_NAME
+
+    @property
+    def images_dir(self) -> Path:
+        return self.root / IMAGES_DIR
+
+    def image_path(self, png: str) -> Path:
+        """The file of an approved image, by its `png` (the sha256 of its bytes)."""
+        return self.images_dir / f"{png}.png"
+
+    # --- reading and writing
+    @classmethod
+    def load(cls, root: str | Path) -> GoldenIndex:
+        root = Path(root)
+        index = cls(root)
+        try:
+            text = index.index_path.read_text("utf-8")
+        except FileNotFoundError:
+            return index
+        index.entries = cls.parse(text, str(index.index_path))
+        return index
+
+    @staticmethod
+    def parse(text: str, where: str = INDEX_NAME) -> dict[tuple[str, str], dict]:
+        entries: dict[tuple[str, str], dict] = {}
+        for no, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                raise GoldenError(f"{where}:{no}: not valid JSON: {e}") from None
+            if no == 1 and isinstance(obj, dict) and "format" in obj:
+                if obj["format"] != FORMAT:
+                    raise GoldenError(f"{where}: format {obj['format']!r}; this modelfarm reads {FORMAT!r}")
+                continue
+            obj = _check_entry(obj, f"{where}:{no}")
+            key = (obj["trace"], obj["env"])
+            if key in entries:
+                raise GoldenError(f"{where}:{no}: a second line for trace {obj['trace']!r} in env {obj['env']!r}")
+            entries[key] = canonical_entry(obj)
+        return entries
+
+    def text(self) -> str:
+        lines = [json.dumps({"format": FORMAT})]
+        for key in sorted(self.entries, key=_sort_key):
+            entry = self.entries[key]
+            if entry.get("approved") or entry.get("rejected"):
+                lines.append(entry_line(entry))
+        return "\n".join(lines) + "\n"
+
+    def digest(self) -> str:
+        """sha256 of the index text (what a comparison was made against)."""
+        return hashlib.sha256(self.text().encode("utf-8")).hexdigest()
+
+    def save(self) -> None:
+        atomic_write(self.index_path, self.text().encode("utf-8"))
+
+    # --- queries
+    def entry(self, trace: str, env: str = GENERIC) -> dict | None:
+        return self.entries.get((trace, env))
+
+    def lookup(self, trace: str, env: str) -> Lookup:
+        own = self.entries.get((trace, env)) if env != GENERIC else None
+        return Lookup(trace, env, own, self.entries.get((trace, GENERIC)))
+
+    def traces(self) -> set[str]:
+        return {t for t, _ in self.entries}
+
+    def envs(self) -> set[str]:
+        return {e for _, e in self.entries}
+
+    def referenced_images(self) -> set[str]:
+        """The `png` names of every approved image."""
+        return {a["png"] for e in self.entries.values() for a in e.get("approved", [])}
+
+    def missing_images(self) -> list[str]:
+        return sorted(d for d in self.referenced_images() if not self.image_path(d).is_file())
+
+    def unreferenced_images(self) -> list[Path]:
+        used = self.referenced_images()
+        return sorted(p for p in self.images_dir.glob("*.png") if p.stem not in used)
+
+    def log(self) -> list[dict]:
+        try:
+            text = self.log_path.read_text("utf-8")
+        except FileNotFoundError:
+            return []
+        out = []
+        for no, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    out.append(json.loads(line))
+                except ValueError as e:
+                    raise GoldenError(f"{self.log_path}:{no}: not valid JSON: {e}") from None
+        return out
+
+    # --- changing
+    def put_image(self, data: bytes, png: str, digest: str) -> Path:
+        """Store approved PNG bytes as images/<png>.png, checking both names they go by."""
+        path = self.image_path(png)
+        if path.is_file() and path.stat().st_size == len(data):
+            return path
+        if hashlib.sha256(data).hexdigest() != png:
+            raise GoldenError(f"refusing to store an image whose bytes are not {png[:12]}...")
+        got, _, _ = png_pixel_digest(data)
+        if got != digest:
+            raise GoldenError(f"refusing to store an image whose pixels ({got[:12]}...) are not {digest[:12]}...")
+        atomic_write(path, data)
+        return path
+
+    def set_entry(self, trace: str, env: str, entry: dict | None) -> None:
+        if entry is None or not (entry.get("approved") or entry.get("rejected")):
+            self.entries.pop((trace, env), None)
+        else:
+            self.entries[(trace, env)] = canonical_entry({**entry, "trace": trace, "env": env})
+
+    def append_log(self, record: dict) -> dict:
+        ids = [r.get("id", 0) for r in self.log()]
+        record = {"id": max(ids, default=0) + 1, **record}
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return record
+
+
+@contextlib.contextmanager
+def locked(root: str | Path) -> Iterator[GoldenIndex]:
+    """The index, loaded under an exclusive lock on its folder; saved when the block ends normally."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        index = GoldenIndex.load(root)
+        before = index.text()
+        yield index
+        if index.text() != before or not index.index_path.exists():
+            index.save()
+    finally:
+        os.close(fd)
+
+
+# --------------------------------------------------------------------------------------------
+# Decisions: approve, reject, undo, prune. Each returns the log record it appended (None: no change).
+
+
+@dataclass
+class Candidate:
+    """One trace of a run, as approve/reject see it: its stored PNG and what it shows."""
+
+    trace: str
+    png: str  # sha256 of the PNG bytes (the store's name)
+    data: bytes
+    digest: str  # pixel digest
+    size: tuple[int, int]
+    gl: dict | None
+
+    @property
+    def env(self) -> str:
+        return env_key(self.gl)
+
+
+def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]]:
+    """The stored images of `keys` in a run (farm.jobs.JobState); and sentences for those skipped."""
+    out, skipped = [], []
+    for key in keys:
+        t = job.traces.get(key)
+        if t is None:
+            skipped.append(f"{key}: not a trace of run {job.id}")
+            continue
+        if t.get("status") != "done" or not t.get("digest"):
+            skipped.append(f"{key}: did not render in run {job.id} ({t.get('error') or t.get('status')})")
+            continue
+        try:
+            data = job.store.read_image(t["digest"])
+        except OSError as e:
+            skipped.append(f"{key}: its image {t['digest'][:12]}... is missing from the store ({e.strerror or e})")
+            continue
+        if hashlib.sha256(data).hexdigest() != t["digest"]:
+            skipped.append(f"{key}: the stored image {t['digest'][:12]}... does not match its name; not approved")
+            continue
+        digest, size, trace = png_pixel_digest(data)
+        gl = (trace or {}).get("gl")
+        if gl is None:
+            try:
+                gl = job.store.read_sidecar(t["digest"]).get("trace", {}).get("gl")
+            except (OSError, ValueError):
+                gl = None
+        out.append(Candidate(key, t["digest"], data, digest, size, gl))
+    return out, skipped
+
+
+def select_traces(job, patterns: Iterable[str] = (), statuses: Iterable[str] | None = None,
+                  results: Mapping | None = None) -> list[str]:
+    """Trace keys of a run matching any glob in `patterns` (all when none) and, when `statuses` is
+    given, whose comparison status (from `results`) is one of them."""
+    patterns = list(patterns)
+    keys = sorted(job.traces)
+    if patterns:
+        keys = [k for k in keys if any(fnmatch.fnmatchcase(k, p) or k == p for p in patterns)]
+    if statuses is not None:
+        wanted = set(statuses)
+        traces = (results or {}).get("traces", {})
+        keys = [k for k in keys if traces.get(k, {}).get("status") in wanted]
+    return keys
+
+
+def _record_base(action: str, by: str, job=None, note: str | None = None) -> dict:
+    rec = {"action": action, "by": by, "at": now()}
+    if job is not None:
+        store = Path(job.store.root)
+        try:  # relative when under the current folder: the log is committed, home folders are not
+            shown = store.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            shown = str(store)
+        rec.update(run=job.id, store=shown)
+    if note:
+        rec["note"] = note
+    return rec
+
+
+def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: bool = False,
+            add: bool = False) -> tuple[dict | None, list[str]]:
+    """Approve the images run `job` stored for `keys`: exactly those bytes become the goldens.
+
+    Scope: the generic golden (default) or, with `env_scope`, the golden of the environment that
+    rendered each image. The approved image replaces the scope's earlier approvals unless `add`
+    (then it is one more approved image: for a trace with more than one correct output). Its digest
+    leaves the scope's rejected list. Returns the log record (None when nothing changed) and
+    sentences for traces that were skipped.
+    """
+    cands, skipped = run_candidates(job, keys)
+    changes = []
+    with locked(root) as index:
+        for c in cands:
+            scope = c.env if env_scope else GENERIC
+            before = index.entry(c.trace, scope)
+            entry = canonical_entry(before or {"trace": c.trace, "env": scope})
+            approved = entry["approved"]
+            old = next((a for a in approved if a["digest"] == c.digest), None)
+            record = old or {"digest": c.digest, "png": c.png, "size": list(c.size), "by": by, "at": now(),
+                             "run": job.id, "gl": c.gl or {}}
+            if add:
+                if old is None:
+                    approved.append(record)
+            else:
+                entry["approved"] = [record]
+            entry["rejected"] = [r for r in entry["rejected"] if r["digest"] != c.digest]
+            after = canonical_entry(entry)
+            if before is not None and canonical_entry(before) == after:
+                continue
+            if old is None:
+                index.put_image(c.data, c.png, c.digest)
+            index.set_entry(c.trace, scope, after)
+            changes.append({"trace": c.trace, "env": scope, "before": before, "after": index.entry(c.trace, scope)})
+        if not changes:
+            return None, skipped
+        rec = index.append_log({**_record_base("approve", by, job), "changes": changes})
+    return rec, skipped
+
+
+def reject(root: str | Path, job, keys: Iterable[str], *, by: str, reason: str | None = None,
+           env_scope: bool = False) -> tuple[dict | None, list[str]]:
+    """Mark the images run `job` stored for `keys` as known-bad: a later frame with the same pixels
+    fails, with `reason`. A rejected digest leaves the scope's approved list."""
+    cands, skipped = run_candidates(job, keys)
+    changes = []
+    with locked(root) as index:
+        for c in cands:
+            scope = c.env if env_scope else GENERIC
+            before = index.entry(c.trace, scope)
+            entry = canonical_entry(before or {"trace": c.trace, "env": scope})
+            if not any(r["digest"] == c.digest for r in entry["rejected"]):
+                entry["rejected"].append({"digest": c.digest, "png": c.png, "by": by, "at": now(), "run": job.id,
+                                          "reason": reason or "rejected in review"})
+            entry["approved"] = [a for a in entry["approved"] if a["digest"] != c.digest]
+            after = canonical_entry(entry)
+            if before is not None and canonical_entry(before) == after:
+                continue
+            index.set_entry(c.trace, scope, after)
+            changes.append({"trace": c.trace, "env": scope, "before": before, "after": index.entry(c.trace, scope)})
+        if not changes:
+            return None, skipped
+        rec = index.append_log({**_record_base("reject", by, job, reason), "changes": changes})
+    return rec, skipped
+
+
+def undo(root: str | Path, *, by: str) -> tuple[dict | None, list[str]]:
+    """Reverse the last approve, reject or prune not yet undone (again: the one before it).
+
+    A line changed again since (by a later decision that was not undone) is left alone and named
+    in the returned sentences. Returns the new log record ("undo") or None when there is nothing to
+    undo.
+    """
+    notes: list[str] = []
+    with locked(root) as index:
+        log = index.log()
+        undone = {r.get("undoes") for r in log if r.get("action") == "undo"}
+        target = next((r for r in reversed(log) if r.get("action") in ("approve", "reject", "prune")
+                       and r.get("id") not in undone), None)
+        if target is None:
+            return None, ["nothing to undo"]
+        changes = []
+        for ch in target.get("changes", []):
+            trace, scope = ch["trace"], ch["env"]
+            current = index.entry(trace, scope)
+            after = canonical_entry(ch["after"]) if ch.get("after") else None
+            if current != after:
+                notes.append(f"{trace} [{scope}]: changed again since {target['action']} #{target['id']};"
+                             f" left as it is")
+                continue
+            before = canonical_entry(ch["before"]) if ch.get("before") else None
+            index.set_entry(trace, scope, before)
+            for a in (before or {}).get("approved", []):
+                if not index.image_path(a["png"]).is_file():
+                    notes.append(f"{trace}: its golden image {a['png']}.png is gone from {index.images_dir}"
+                                 f" (pruned?); restore it from version control")
+            changes.append({"trace": trace, "env": scope, "before": current, "after": index.entry(trace, scope)})
+        rec = index.append_log({**_record_base("undo", by), "undoes": target["id"],
+                                "undoes_action": target["action"], "changes": changes})
+    return rec, notes
+
+
+@dataclass
+class StaleReport:
+    entries: list[tuple[str, str]]  # (trace, env) lines whose trace the manifest no longer renders
+    images: list[Path]  # image files no line approves
+    missing: list[str]  # `png` names of approved images whose file is missing
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.entries or self.images)
+
+
+def stale(root: str | Path, trace_keys: Iterable[str]) -> StaleReport:
+    """Lines for traces not in `trace_keys` (a manifest's traces), unreferenced images, missing images."""
+    index = GoldenIndex.load(root)
+    keys = set(trace_keys)
+    entries = sorted((k for k in index.entries if k[0] not in keys), key=_sort_key)
+    return StaleReport(entries, index.unreferenced_images(), index.missing_images())
+
+
+def prune(root: str | Path, trace_keys: Iterable[str], *, by: str) -> tuple[dict | None, list[Path]]:
+    """Remove the stale lines (logged, so --undo restores them) and then the images no line
+    approves (not undoable: version control has them). Returns the log record and removed files."""
+    keys = set(trace_keys)
+    rec = None
+    with locked(root) as index:
+        changes = []
+        for k in sorted((k for k in index.entries if k[0] not in keys), key=_sort_key):
+            changes.append({"trace": k[0], "env": k[1], "before": index.entries[k], "after": None})
+            index.set_entry(k[0], k[1], None)
+        if changes:
+            rec = index.append_log({**_record_base("prune", by), "changes": changes})
+        removed = []
+        used = index.referenced_images()
+        for p in sorted(index.images_dir.glob("*.png")):
+            if p.stem not in used:
+                p.unlink()
+                removed.append(p)
+    return rec, removed

@@ -1,0 +1,411 @@
+"""The golden-image commands of `farm` (registered by farm.cli): compare, approve, reject, goldens,
+report, serve, diff; and the comparison step of `farm run` and `farm demo`.
+
+Exit statuses: 0 when the comparison passed (or a command did what it was asked), 1 when it failed
+(or `farm goldens` found stale or missing goldens, or `farm diff` found changes), 2 for usage errors
+(a missing run, no goldens folder, nothing selected).
+
+Where the goldens are: ``--goldens DIR``, else $FARM_GOLDENS, else next to the run's manifest
+(its folder when it holds index.jsonl, else its goldens/ subfolder when that does).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+__all__ = ["add_parsers", "compare_after_run", "summary_text"]
+
+
+class UsageError(RuntimeError):
+    pass
+
+
+def _job(ref: str, out: str | None):
+    from farm.jobs import JobState
+
+    job = JobState.load(ref, out)
+    job.merge_worker_results()
+    return job
+
+
+def goldens_dir(explicit: str | None, job=None, manifest: str | None = None, required: bool = True) -> Path | None:
+    from farm.goldens import INDEX_NAME, find_goldens
+
+    folder = find_goldens(manifest or (job.data.get("manifest") if job is not None else None), explicit)
+    if folder is None and Path("goldens", INDEX_NAME).is_file() and job is None:
+        folder = Path("goldens")
+    if folder is None and required:
+        where = f" next to {manifest or job.data.get('manifest')}" if (manifest or job is not None) else ""
+        raise UsageError(f"no golden index found{where} (index.jsonl in the manifest's folder or its goldens/);"
+                         f" pass --goldens DIR (a new folder is created by the first `farm approve`)")
+    return folder
+
+
+def summary_text(results: dict, limit: int = 20, report: str | Path | None = None) -> str:
+    from farm.report.html import approve_command, sort_traces
+
+    c = results["counts"]
+    diff = results.get("kind") == "diff"
+    if diff:
+        head = f"diff {results['base']['job']} -> {results['head']['job']}: " + (
+            "no changes" if results["verdict"] == "same" else "CHANGED")
+        order = ("changed", "added", "removed", "error", "unchanged")
+    else:
+        head = f"compare {results['job']}: {'PASSED' if results['verdict'] == 'pass' else 'FAILED'}"
+        order = ("fail", "rejected", "error", "new", "pass")
+    parts = ", ".join(f"{c[s]} {s}" for s in order if c.get(s))
+    lines = [f"{head}: {parts or 'nothing'} of {c['total']} traces ({results['compared']} compared)"]
+    interesting = [t for t in sort_traces(results["traces"].values()) if t["status"] not in ("pass", "unchanged")]
+    for t in interesting[:limit]:
+        reason = f": {t['reason']}" if t.get("reason") and t["status"] != "new" else ""
+        lines.append(f"  {t['status']:<8} {t['key']}{reason}")
+    if len(interesting) > limit:
+        lines.append(f"  ... and {len(interesting) - limit} more (see the report)")
+    similar = sum(1 for t in results["traces"].values() if t.get("match") == "similar")
+    if similar:
+        lines.append(f"  ({similar} passed within the thresholds without being identical to their golden)")
+    for p in results.get("problems", []):
+        lines.append(f"problem: {p}")
+    if report:
+        lines.append(f"report: {report}")
+    if not diff:
+        if c.get("new"):
+            lines.append(f"approve the new traces after review: {approve_command(results, extra=('--new',))}")
+        if c.get("fail"):
+            lines.append(f"approve the failed traces after review: {approve_command(results, extra=('--failed',))}")
+    return "\n".join(lines)
+
+
+def _write_reports(results: dict, folder: str | Path | None, image_base: str = "img/") -> Path | None:
+    if not folder:
+        return None
+    from farm.report import write_report
+
+    paths = write_report(results, folder, image_base=image_base)
+    return paths["html"]
+
+
+def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
+                      required: bool = False) -> int | None:
+    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for)."""
+    from farm.compare_runs import compare_run
+    from farm.goldens import GoldenError
+
+    try:
+        folder = goldens_dir(explicit_goldens, job, required=required)
+        if folder is None:
+            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared (pass --goldens"
+                  f" DIR)")
+            return None
+        results = compare_run(job, folder, allow_new=allow_new)
+    except (UsageError, GoldenError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    html = _write_reports(results, report)
+    print(summary_text(results, report=html))
+    return 0 if results["verdict"] == "pass" else 1
+
+
+# --------------------------------------------------------------------------------------------
+# Commands
+
+
+def cmd_compare(args) -> int:
+    from farm.compare_runs import results_for
+
+    job = _job(args.run, args.out)
+    folder = goldens_dir(args.goldens, job)
+    results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
+    html = _write_reports(results, args.report, args.image_base)
+    print(summary_text(results, limit=args.limit, report=html))
+    return 0 if results["verdict"] == "pass" else 1
+
+
+def _print_record(verb: str, rec: dict | None, skipped: list[str], folder: Path) -> None:
+    for s in skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    if rec is None:
+        print(f"farm {verb}: nothing changed in {folder}")
+        return
+    for ch in rec["changes"]:
+        scope = "generic" if ch["env"] == "*" else f"env {ch['env']}"
+        after = ch.get("after") or {}
+        if verb == "approve":
+            digests = ", ".join(a["digest"][:12] + "..." for a in after.get("approved", []))
+            print(f"approved {ch['trace']} [{scope}]: {digests}")
+        else:
+            print(f"rejected {ch['trace']} [{scope}]")
+    log = folder / "approvals.jsonl"
+    print(f"{len(rec['changes'])} trace(s) {verb}d by {rec['by']} (decision #{rec['id']} in {log});"
+          f" undo with: farm approve --undo --goldens {folder}")
+
+
+def cmd_approve(args) -> int:
+    from farm import goldens as G
+
+    by = G.default_user(args.by)
+    if args.undo:
+        if args.run or args.trace or args.new or args.failed or args.all:
+            raise UsageError("--undo takes no run or selection: it reverses the last decision in the goldens folder")
+        folder = goldens_dir(args.goldens, None)
+        rec, notes = G.undo(folder, by=by)
+        for n in notes:
+            print(n, file=sys.stderr if rec else sys.stdout)
+        if rec is None:
+            return 1
+        for ch in rec["changes"]:
+            print(f"restored {ch['trace']} [{'generic' if ch['env'] == '*' else ch['env']}]")
+        print(f"undid {rec['undoes_action']} #{rec['undoes']} ({len(rec['changes'])} trace(s)) in {folder}")
+        return 0
+    if not args.run:
+        raise UsageError("say which run: farm approve RUN [--trace PATTERN] [--new] [--failed] [--all]")
+    if not (args.trace or args.new or args.failed or args.all):
+        raise UsageError("say what to approve: --trace PATTERN, --new, --failed or --all (nothing is approved by"
+                         " default)")
+    job = _job(args.run, args.out)
+    folder = goldens_dir(args.goldens, job, required=False)
+    if folder is None:
+        raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR (created when"
+                         f" missing)")
+    statuses = None
+    results = None
+    if not args.all and (args.new or args.failed):
+        from farm.compare_runs import results_for
+
+        results = results_for(job, folder)
+        statuses = ({"new"} if args.new else set()) | ({"fail"} if args.failed else set())
+    keys = G.select_traces(job, args.trace or (), statuses, results)
+    if not keys:
+        print(f"farm approve: no trace of run {job.id} matches the selection", file=sys.stderr)
+        return 1
+    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add)
+    _print_record("approve", rec, skipped, folder)
+    return 0 if rec is not None or not skipped else 1
+
+
+def cmd_reject(args) -> int:
+    from farm import goldens as G
+
+    job = _job(args.run, args.out)
+    folder = goldens_dir(args.goldens, job, required=False)
+    if folder is None:
+        raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR")
+    keys = G.select_traces(job, args.trace)
+    if not keys:
+        print(f"farm reject: no trace of run {job.id} matches {', '.join(args.trace)}", file=sys.stderr)
+        return 1
+    rec, skipped = G.reject(folder, job, keys, by=G.default_user(args.by), reason=args.reason, env_scope=args.env)
+    _print_record("reject", rec, skipped, folder)
+    return 0 if rec is not None or not skipped else 1
+
+
+def cmd_goldens(args) -> int:
+    from farm import goldens as G
+
+    folder = goldens_dir(args.goldens, None, manifest=args.stale)
+    index = G.GoldenIndex.load(folder)
+    if args.stale:
+        from farm.batches import expand_manifest
+        from farm.manifest import load_manifest
+
+        keys = set(expand_manifest(load_manifest(args.stale)).traces)
+        report = G.stale(folder, keys)
+        for trace, env in report.entries:
+            scope = "generic" if env == "*" else env
+            print(f"stale: {trace} [{scope}] (no trace of {args.stale} renders it)")
+        for p in report.images:
+            print(f"unreferenced image: {p}")
+        for d in report.missing:
+            print(f"missing image: {index.image_path(d)}")
+        if args.prune and (report.entries or report.images):
+            rec, removed = G.prune(folder, keys, by=G.default_user(args.by))
+            n = len(rec["changes"]) if rec else 0
+            print(f"pruned {n} line(s) (undo with: farm approve --undo --goldens {folder}) and {len(removed)}"
+                  f" image(s)")
+            return 0
+        if not report.anything and not report.missing:
+            print(f"{folder}: every golden is used by {args.stale} ({len(keys)} traces)")
+            return 0
+        if report.anything:
+            print(f"{len(report.entries)} stale line(s), {len(report.images)} unreferenced image(s); remove them"
+                  f" with: farm goldens --stale {args.stale} --goldens {folder} --prune")
+        return 1
+    traces = index.traces()
+    envs = sorted(e for e in index.envs() if e != G.GENERIC)
+    print(f"{folder}: {len(traces)} traces, {len(index.entries)} lines, {len(index.referenced_images())} approved"
+          f" images, {sum(len(e['rejected']) for e in index.entries.values())} rejected digests")
+    for e in envs:
+        print(f"  environment-specific goldens for: {e}")
+    missing = index.missing_images()
+    for d in missing:
+        print(f"missing image: {index.image_path(d)}")
+    for rec in index.log()[-args.limit:] if args.limit else []:
+        what = f"undo of #{rec.get('undoes')}" if rec.get("action") == "undo" else rec.get("action")
+        print(f"  #{rec.get('id')} {rec.get('at')} {rec.get('by')}: {what}, {len(rec.get('changes', []))} trace(s)"
+              + (f", run {rec['run']}" if rec.get("run") else ""))
+    return 1 if missing else 0
+
+
+def cmd_report(args) -> int:
+    from farm.compare_runs import results_for
+
+    job = _job(args.run, args.out)
+    folder = goldens_dir(args.goldens, job)
+    results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
+    html = _write_reports(results, args.output, args.image_base)
+    print(summary_text(results, limit=args.limit, report=html))
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from farm.serve import serve
+
+    job = _job(args.run, args.out)
+    folder = goldens_dir(args.goldens, job, required=False)
+    if folder is None:
+        raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR (created by the"
+                         f" first approval)")
+
+    def ready(url: str) -> None:
+        print(f"farm serve: {job.id} against {folder} on {url} (Ctrl-C stops)", flush=True)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    try:
+        serve(job, folder, host=args.host, port=args.port, by=args.by, allow_new=args.allow_new, ready=ready)
+    except KeyboardInterrupt:
+        return 0
+    except (OSError, ValueError) as e:
+        raise UsageError(f"cannot serve on {args.host}:{args.port}: {e}") from None
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from farm.compare_runs import diff_runs
+
+    base = _job(args.base, args.base_out or args.out)
+    head = _job(args.head, args.head_out or args.out)
+    results = diff_runs(base, head)
+    html = _write_reports(results, args.output, args.image_base)
+    print(summary_text(results, limit=args.limit, report=html))
+    return 0 if results["verdict"] == "same" else 1
+
+
+# --------------------------------------------------------------------------------------------
+# Parsers
+
+
+def _guarded(func):
+    """`func`, with usage errors and broken golden folders turned into one sentence and exit status 2."""
+
+    def run(args) -> int:
+        from farm.goldens import GoldenError
+
+        try:
+            return func(args)
+        except (UsageError, GoldenError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+
+    run.__name__ = func.__name__
+    run.__doc__ = func.__doc__
+    return run
+
+
+def add_run_options(s) -> None:
+    """The comparison options of `farm run`."""
+    g = s.add_argument_group("comparison with goldens (when the manifest has goldens, or with --goldens)")
+    g.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the manifest)")
+    g.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the run")
+    g.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    g.add_argument("--no-compare", action="store_true", help="render only, even when goldens exist")
+
+
+def _run_args(s) -> None:
+    s.add_argument("--out", help="the run's store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the run's manifest)")
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("compare", help="compare a run with its goldens (exit 1 on failures and new traces)")
+    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    _run_args(s)
+    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
+    s.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
+    s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
+    s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
+    s.set_defaults(func=_guarded(cmd_compare))
+
+    s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo the last decision)")
+    s.add_argument("run", metavar="RUN", nargs="?", help="job id (in --out) or the path of its jobs/<id>.json")
+    _run_args(s)
+    s.add_argument("--trace", action="append", metavar="PATTERN", help="trace keys (glob, e.g. 'models/crate.mdx|*';"
+                                                                        " repeatable)")
+    s.add_argument("--new", action="store_true", help="the traces that have no golden yet")
+    s.add_argument("--failed", action="store_true", help="the traces that differ from their goldens (not those"
+                                                         " that rendered a rejected image: name those with --trace)")
+    s.add_argument("--all", action="store_true", help="every trace that rendered")
+    s.add_argument("--env", action="store_true", help="approve for the rendering environment only (GL renderer,"
+                                                      " driver version, CPU vendor), not as the generic golden")
+    s.add_argument("--add", action="store_true", help="keep the earlier approved images too (a trace with more"
+                                                      " than one correct output)")
+    s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
+    s.add_argument("--undo", action="store_true", help="reverse the last approve/reject/prune (repeat to go back)")
+    s.set_defaults(func=_guarded(cmd_approve))
+
+    s = sub.add_parser("reject", help="mark the images a run stored as known-bad for their traces")
+    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    _run_args(s)
+    s.add_argument("--trace", action="append", required=True, metavar="PATTERN", help="trace keys (glob; repeatable)")
+    s.add_argument("--reason", help="why (shown when a later run renders the same image)")
+    s.add_argument("--env", action="store_true", help="reject for the rendering environment only")
+    s.add_argument("--by", help="who rejects (default: $FARM_USER, git user.name/email, $USER)")
+    s.set_defaults(func=_guarded(cmd_reject))
+
+    s = sub.add_parser("goldens", help="what a goldens folder holds; --stale MANIFEST: goldens no trace uses")
+    s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, next to --stale's manifest, ./goldens)")
+    s.add_argument("--stale", metavar="MANIFEST", help="list goldens of traces the manifest no longer renders, and"
+                                                       " images no golden uses (exit 1 when there are any)")
+    s.add_argument("--prune", action="store_true", help="with --stale: remove them (lines can be restored by"
+                                                        " farm approve --undo)")
+    s.add_argument("--by", help="who prunes")
+    s.add_argument("--limit", type=int, default=5, help="recent decisions to list (default 5)")
+    s.set_defaults(func=_guarded(cmd_goldens))
+
+    s = sub.add_parser("report", help="write a run's HTML report, junit.xml and summary.md")
+    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder")
+    _run_args(s)
+    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
+    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md (e.g. the URL the"
+                                                        " folder is published at)")
+    s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
+    s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
+    s.set_defaults(func=_guarded(cmd_report))
+
+    s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
+    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    _run_args(s)
+    s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    s.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
+    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
+    s.add_argument("--open", action="store_true", help="open the page in a browser")
+    s.set_defaults(func=_guarded(cmd_serve))
+
+    s = sub.add_parser("diff", help="compare two runs: changed, added and removed traces (exit 1 on changes)")
+    s.add_argument("base", metavar="BASE", help="the run before (job id or jobs/<id>.json)")
+    s.add_argument("head", metavar="HEAD", help="the run after")
+    s.add_argument("-o", "--output", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    s.add_argument("--out", help="store of both runs (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--base-out", help="BASE's store, when it differs")
+    s.add_argument("--head-out", help="HEAD's store, when it differs")
+    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
+    s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
+    s.set_defaults(func=_guarded(cmd_diff))
+
+

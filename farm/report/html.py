@@ -1,0 +1,223 @@
+"""The HTML report: one page, failures first, then new traces, then passed ones.
+
+For each trace: the new frame, its golden, the difference heatmap and the SSIM map, in four views
+(side by side; swap on hover; a slider; onion skin), the metrics with the thresholds they were held
+against, what rendered each image, and the exact command that approves (or rejects) it. Filters by
+status and by model. Everything is local: the images are copied into img/, the script and style
+into static/, and a Content-Security-Policy forbids anything else (no inline script, no network).
+
+Strings from model files (sequence names in trace keys, model paths) reach the page only through
+Jinja2 with autoescape on, as text or attribute values; the script reads them back from data-*
+attributes, never from markup it builds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader
+
+from farm.compare_runs import group_of
+from farm.store import atomic_write
+
+__all__ = ["approve_command", "render_html", "shell_path", "sort_traces", "write_report"]
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+GROUP_ORDER = {"failed": 0, "new": 1, "passed": 2}
+STATUS_ORDER = {"error": 0, "rejected": 1, "fail": 2, "changed": 2, "added": 3, "new": 3, "removed": 4,
+                "pass": 5, "unchanged": 5}
+STATUS_LABELS = {
+    "fail": "failed", "rejected": "rejected", "error": "error", "new": "new", "pass": "passed",
+    "changed": "changed", "added": "added", "removed": "removed", "unchanged": "unchanged",
+}
+
+
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=True,
+                      lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.3f}%"
+    env.filters["num"] = lambda v, d=6: "-" if v is None else f"{v:.{d}f}"
+    return env
+
+
+def shell_path(path: str | Path) -> str:
+    """A path for a command line: relative to the current folder when inside it, else absolute."""
+    p = Path(path).absolute()
+    try:
+        rel = p.relative_to(Path.cwd())
+    except ValueError:
+        return str(p)
+    return rel.as_posix() or "."
+
+
+def approve_command(results: dict, verb: str = "approve", key: str | None = None, extra: tuple = ()) -> str:
+    """The exact `farm approve` (or reject) command for one trace (or, with `extra`, a selection)."""
+    parts = ["farm", verb, results["job"]]
+    if key is not None:
+        parts += ["--trace", key]
+    parts += list(extra)
+    parts += ["--out", shell_path(results["store"])]
+    if results.get("goldens"):
+        parts += ["--goldens", shell_path(results["goldens"])]
+    return " ".join(shlex.quote(str(p)) for p in parts)
+
+
+def sort_traces(traces) -> list[dict]:
+    def rank(t):
+        m = t.get("metrics") or {}
+        ssim = m.get("ssim")
+        return (GROUP_ORDER[group_of(t["status"])], STATUS_ORDER.get(t["status"], 9),
+                0 if t.get("match") == "similar" else 1,
+                ssim if ssim is not None else -2.0, -(m.get("pixels_over") or 0.0), t.get("model") or "",
+                str(t.get("sequence")), t.get("time_ms") or 0, t["key"])
+
+    return sorted(traces, key=rank)
+
+
+class _Images:
+    """Copies images into the report's img/ folder once each; returns their relative URLs."""
+
+    def __init__(self, out: Path, prefix: str = "img/"):
+        self.dir = out / "img"
+        self.prefix = prefix
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def add(self, src: str | Path | None, name: str) -> str | None:
+        if not src:
+            return None
+        src = Path(src)
+        dest = self.dir / name
+        if not dest.is_file():
+            if not src.is_file():
+                return None
+            shutil.copyfile(src, dest)
+        return self.prefix + name
+
+
+def _metric_rows(t: dict) -> list[dict]:
+    m, th = t.get("metrics") or {}, t.get("thresholds") or {}
+    if not m:
+        return []
+    ssim = m.get("ssim")
+    rows = [
+        {"name": "SSIM (min of colour and alpha)", "value": "-" if ssim is None else f"{ssim:.6f}",
+         "limit": f">= {th.get('min_ssim')}", "ok": None if ssim is None else ssim >= th.get("min_ssim", 0.99)},
+        {"name": "SSIM colour (premultiplied RGB)", "value": "-" if m.get("ssim_rgb") is None
+         else f"{m['ssim_rgb']:.6f}", "limit": "", "ok": None},
+        {"name": "SSIM alpha", "value": "-" if m.get("ssim_alpha") is None else f"{m['ssim_alpha']:.6f}",
+         "limit": "", "ok": None},
+        {"name": f"pixels off by more than {th.get('pixel_delta')}",
+         "value": f"{100 * (m.get('pixels_over') or 0.0):.3f}%",
+         "limit": f"<= {100 * th.get('max_pixels_over', 0.001):g}%",
+         "ok": (m.get("pixels_over") or 0.0) <= th.get("max_pixels_over", 0.001)},
+        {"name": "largest channel difference (0-255)", "value": str(m.get("max_diff")), "limit": "", "ok": None},
+    ]
+    return rows
+
+
+def _anchor(key: str) -> str:
+    return "t-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
+
+
+def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dict]:
+    images = _Images(out)
+    store = Path(results["store"])
+    diff = results.get("kind") == "diff"
+    head_store = Path(results["head"]["store"]) if diff else store
+    views = []
+    for t in sort_traces(results["traces"].values()):
+        g = t.get("golden") or {}
+        new_src = images.add(head_store / "images" / t["png"][:2] / f"{t['png']}.png", f"{t['png']}.png") \
+            if t.get("png") else None
+        golden_src = None
+        if g.get("path"):
+            golden_src = images.add(g["path"], f"{g['png']}.png")
+        diff_src = images.add(store / t["diff_image"], Path(t["diff_image"]).name) if t.get("diff_image") else None
+        ssim_src = images.add(store / t["ssim_image"], Path(t["ssim_image"]).name) if t.get("ssim_image") else None
+        size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
+        facts = []
+        if t.get("env"):
+            facts.append(("this frame rendered by", t["env"]))
+        if g:
+            if diff:
+                facts.append(("base frame rendered by", g.get("env")))
+                facts.append(("base run", g.get("run")))
+            else:
+                scope = "this environment's own golden" if g.get("scope") == "env" else "generic golden"
+                facts.append(("golden", f"{g['digest'][:16]}... ({scope})"))
+                facts.append(("golden rendered by", g.get("env")))
+                facts.append(("approved by", f"{g.get('by')} on {g.get('at')} (run {g.get('run')})"))
+        if t.get("rejected"):
+            r = t["rejected"]
+            facts.append(("rejected by", f"{r.get('by')} on {r.get('at')} (run {r.get('run')})"))
+        if t.get("digest"):
+            facts.append(("pixel digest", t["digest"]))
+        if t.get("png"):
+            facts.append(("stored as", f"images/{t['png'][:2]}/{t['png']}.png"))
+        commands = []
+        if not diff and t["status"] != "error" and t.get("png"):
+            if t["status"] != "pass" or t.get("match") != "exact":
+                commands.append(("approve", approve_command(results, "approve", t["key"])))
+            commands.append(("reject", approve_command(results, "reject", t["key"])))
+        views.append({
+            "key": t["key"], "anchor": _anchor(t["key"]), "model": t.get("model") or "", "status": t["status"],
+            "group": group_of(t["status"]), "label": STATUS_LABELS.get(t["status"], t["status"]),
+            "match": t.get("match"), "reason": t.get("reason"), "new_src": new_src, "golden_src": golden_src,
+            "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
+            "metrics": _metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
+            "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
+            and t["status"] != "error",
+        })
+    return views
+
+
+def render_html(results: dict, views: list[dict], serve: dict | None = None) -> str:
+    diff = results.get("kind") == "diff"
+    counts = results.get("counts", {})
+    statuses = [s for s in ("error", "rejected", "fail", "changed", "new", "added", "removed", "pass", "unchanged")
+                if counts.get(s)]
+    models = sorted({v["model"] for v in views})
+    title = (f"modelfarm diff: {results['base']['job']} -> {results['head']['job']}" if diff
+             else f"modelfarm: {results['job']}")
+    bulk = []
+    if not diff:
+        if counts.get("new"):
+            bulk.append(("approve every new trace", approve_command(results, extra=("--new",))))
+        if counts.get("fail"):
+            bulk.append(("approve every failed trace", approve_command(results, extra=("--failed",))))
+    max_side = max([max(v["w"], v["h"]) for v in views] or [128])
+    return _env().get_template("report.html.j2").render(
+        title=title, results=results, views=views, diff=diff, counts=counts, statuses=statuses,
+        labels=STATUS_LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
+        new_label="head" if diff else "new", golden_label="base" if diff else "golden",
+    )
+
+
+def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str = "img/",
+                 markdown_limit: int = 10) -> dict[str, Path]:
+    """Write the report folder (see farm.report); returns the paths of what it wrote."""
+    from farm.report.junit import junit_xml
+    from farm.report.markdown import markdown_summary
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "static").mkdir(exist_ok=True)
+    for f in STATIC.iterdir():
+        if f.is_file():
+            shutil.copyfile(f, out / "static" / f.name)
+    views = build_views(results, out, serve)
+    paths = {"html": out / "index.html", "junit": out / "junit.xml", "markdown": out / "summary.md",
+             "results": out / "results.json"}
+    atomic_write(paths["html"], render_html(results, views, serve).encode("utf-8"))
+    atomic_write(paths["junit"], junit_xml(results).encode("utf-8"))
+    atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base,
+                                                     limit=markdown_limit).encode("utf-8"))
+    atomic_write(paths["results"], (json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+                 .encode("utf-8"))
+    return paths
