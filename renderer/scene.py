@@ -13,6 +13,7 @@ import numpy as np
 
 from renderer import blending
 from renderer.errors import Diagnostic
+from renderer.gl.state import apply_state
 from renderer.model import Material, Model
 
 HD_SHADER = "Shader_HD_DefaultUnit"
@@ -151,7 +152,9 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
                 continue
             st = blending.layer_state(layer.filter_mode)
             flags = layer.shading_flags
-            _apply_state(st, flags | (0x10 if mat.flags & 0x2 else 0))
+            two_sided = flags & blending.TWO_SIDED or mat.flags & 0x2  # layer or material TwoSided
+            apply_state(st, depth_test=not flags & blending.NO_DEPTH_TEST,
+                        depth_write=st.depth_write and not flags & blending.NO_DEPTH_SET, cull=not two_sided)
             tid = _layer_texture(model, pose, flat)
             tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
             GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
@@ -167,35 +170,3 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
     GL.glBindVertexArray(0)
     GL.glDepthMask(GL.GL_TRUE)
     GL.glDisable(GL.GL_BLEND)
-
-
-_FACTORS: dict[str, int] = {}
-
-
-def _factor(name: str) -> int:
-    if not _FACTORS:
-        from OpenGL import GL
-
-        for n in ("ZERO", "ONE", "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "SRC_COLOR", "DST_COLOR"):
-            _FACTORS[n] = getattr(GL, f"GL_{n}")
-    return _FACTORS[name]
-
-
-def _apply_state(st: blending.BlendState, flags: int) -> None:
-    from OpenGL import GL
-
-    if st.blend is None:
-        GL.glDisable(GL.GL_BLEND)
-    else:
-        GL.glEnable(GL.GL_BLEND)
-        GL.glBlendFuncSeparate(*(_factor(f) for f in st.blend))
-    if flags & blending.NO_DEPTH_TEST:
-        GL.glDisable(GL.GL_DEPTH_TEST)
-    else:
-        GL.glEnable(GL.GL_DEPTH_TEST)
-    GL.glDepthMask(GL.GL_TRUE if st.depth_write and not flags & blending.NO_DEPTH_SET else GL.GL_FALSE)
-    if flags & blending.TWO_SIDED:
-        GL.glDisable(GL.GL_CULL_FACE)
-    else:
-        GL.glEnable(GL.GL_CULL_FACE)
-        GL.glCullFace(GL.GL_BACK)

@@ -4,6 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from renderer.fx.rng import copy_generator
+
+
+class EmitterState:
+    """What every simulated emitter shares: `rng` and `particles`, copied deeply by `copy()` so a
+    copy can be stepped (to a time between fixed steps) without touching the stored state."""
+
+    rng: np.random.Generator
+    particles: ParticleBuffer
+
+    def copy(self):
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.rng = copy_generator(self.rng)
+        other.particles = self.particles.copy()
+        return other
+
 
 class ParticleBuffer:
     """Growing field arrays; particles are appended at the end and dropped by mask.

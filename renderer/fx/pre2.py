@@ -55,9 +55,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from renderer.formats.options import PRE2_EMISSION_RATE_SCALE
-from renderer.fx.buffer import ParticleBuffer
+from renderer.fx.buffer import EmitterState, ParticleBuffer
 from renderer.fx.params import finite
-from renderer.fx.rng import copy_generator
 from renderer.model import ParticleEmitter2
 
 UNSHADED = 0x8000
@@ -200,7 +199,7 @@ def atlas_cells(intervals: np.ndarray, factor: np.ndarray, cells: int) -> np.nda
     return np.clip(cell, 0, cells - 1)
 
 
-class Pre2Emitter:
+class Pre2Emitter(EmitterState):
     """One PRE2 emitter's particles and generator."""
 
     kind = "PRE2"
@@ -213,13 +212,6 @@ class Pre2Emitter:
         self.particles = ParticleBuffer(FIELDS)
         self.accumulator = 0.0  # particle-milliseconds (1000 = one emission)
         self.emitted = 0
-
-    def copy(self) -> Pre2Emitter:
-        other = Pre2Emitter.__new__(Pre2Emitter)
-        other.__dict__.update(self.__dict__)
-        other.rng = copy_generator(self.rng)
-        other.particles = self.particles.copy()
-        return other
 
     def step(self, t_ms: float, prev_ms: float | None, world: np.ndarray, params: np.ndarray, playing: bool) -> None:
         """Advance from prev_ms to t_ms (prev_ms None: the initial state at t = 0)."""

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.fx.buffer import ParticleBuffer
-from renderer.fx.rng import copy_generator
+from renderer.fx.buffer import EmitterState, ParticleBuffer
 from renderer.model import ParticleEmitter
 
 USES_MDL = 0x8000
@@ -58,7 +57,7 @@ class PremSpec:
     model: bool  # child model instances (else textured quads)
 
 
-class PremEmitter:
+class PremEmitter(EmitterState):
     kind = "PREM"
 
     def __init__(self, spec: PremSpec, rng: np.random.Generator, global_driven: bool):
@@ -68,13 +67,6 @@ class PremEmitter:
         self.particles = ParticleBuffer(FIELDS, 16)
         self.accumulator = 0.0
         self.emitted = 0
-
-    def copy(self) -> PremEmitter:
-        other = PremEmitter.__new__(PremEmitter)
-        other.__dict__.update(self.__dict__)
-        other.rng = copy_generator(self.rng)
-        other.particles = self.particles.copy()
-        return other
 
     def step(self, t_ms: float, prev_ms: float | None, world: np.ndarray, params: np.ndarray, playing: bool) -> None:
         p = self.particles

@@ -23,6 +23,8 @@ import ctypes
 
 import numpy as np
 
+from .state import apply_state
+
 PARTICLE_VERTEX = """
 #version 330 core
 layout(location = 0) in vec2 a_corner;
@@ -130,37 +132,6 @@ void main() {
 
 INSTANCE_FLOATS = 16
 RIBBON_FLOATS = 9
-_FACTORS: dict[str, int] = {}
-
-
-def _factor(name: str) -> int:
-    if not _FACTORS:
-        from OpenGL import GL
-
-        for n in ("ZERO", "ONE", "SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "SRC_COLOR", "DST_COLOR"):
-            _FACTORS[n] = getattr(GL, f"GL_{n}")
-    return _FACTORS[name]
-
-
-def apply_state(state, depth_test: bool = True, depth_write: bool | None = None) -> None:
-    """Blend/depth state of a `renderer.blending.BlendState`; culling off (both faces of a quad)."""
-    from OpenGL import GL
-
-    if state.blend is None:
-        GL.glDisable(GL.GL_BLEND)
-    else:
-        GL.glEnable(GL.GL_BLEND)
-        GL.glBlendFuncSeparate(*(_factor(f) for f in state.blend))
-    if depth_test:
-        GL.glEnable(GL.GL_DEPTH_TEST)
-        GL.glDepthFunc(GL.GL_LEQUAL)
-    else:
-        GL.glDisable(GL.GL_DEPTH_TEST)
-    write = state.depth_write if depth_write is None else depth_write
-    GL.glDepthMask(GL.GL_TRUE if write else GL.GL_FALSE)
-    GL.glDisable(GL.GL_CULL_FACE)
-
-
 class EffectPrograms:
     """The particle and ribbon programs with their buffers (one set per GL context)."""
 
