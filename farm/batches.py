@@ -339,6 +339,16 @@ def _error_text(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
+def acquire_renderer(renderer_factory, abort: tuple = ()):
+    """This process's renderer. A failure is transient: another process may have a GL context."""
+    try:
+        return renderer_factory()
+    except abort:
+        raise
+    except Exception as e:  # no GL here: another process may have it
+        raise TransientError(f"no renderer in this process: {_error_text(e)}") from e
+
+
 def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, job_id: str,
                  on_frame: Callable[[int, int, int], None] | None = None, abort: tuple = (),
                  max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> BatchResult:
@@ -396,12 +406,7 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
             seq = _find_sequence(model, batch.sequence)
     except ValueError as e:
         return finish(_fail_all(batch, f"{batch.model_rel}: {e}"))
-    try:
-        renderer = renderer_factory()
-    except abort:
-        raise
-    except Exception as e:  # no GL here: another process may have it
-        raise TransientError(f"no renderer in this process: {_error_text(e)}") from e
+    renderer = acquire_renderer(renderer_factory, abort)
     failed = 0
     gl_errors = _gl_errors()
     try:

@@ -30,6 +30,7 @@ from farm.batches import (
     _diag,
     _error_text,
     _gl_errors,
+    acquire_renderer,
     file_digest,
 )
 
@@ -141,12 +142,7 @@ def render_thumbnail_batch(batch: Batch, renderer_factory, store, job_id: str, o
         return fail(_error_text(e))
     facts.update(sequence=None if seq is None else str(model.sequences[seq].name), sequence_index=seq,
                  sequence_rule=rule, time_ms=time_ms)
-    try:
-        renderer = renderer_factory()
-    except abort:
-        raise
-    except Exception as e:  # no GL here: another process may have it
-        raise TransientError(f"no renderer in this process: {_error_text(e)}") from e
+    renderer = acquire_renderer(renderer_factory, abort)
     try:
         frame = renderer.render(model, batch.frame_spec(seq, time_ms), model_digest=facts["sha256"])
         data = encode_image(frame.rgba, frame.trace, fmt)
