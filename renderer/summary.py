@@ -51,6 +51,7 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
     m = model
     out: dict = {
         "path": m.path,
+        "format": m.format.upper(),
         "version": m.version,
         "name": str(m.name),
         "chunks": [{"tag": t, "offset": o, "size": s} for t, o, s in (chunks or [])],
@@ -116,7 +117,7 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
 
 def format_text(s: dict) -> str:
     """The human-readable form of `summarize`'s dict."""
-    lines = [f"{s['path']}: MDX version {s['version']}, model {s['name']!r}"]
+    lines = [f"{s['path']}: {s['format']} version {s['version']}, model {s['name']!r}"]
     if s["chunks"]:
         lines.append("chunks: " + ", ".join(f"{c['tag']} {c['size']}" for c in s["chunks"]))
     lines.append(f"sequences ({len(s['sequences'])}):")

@@ -44,7 +44,7 @@ def test_inspect_json_has_stable_keys(samples):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert sorted(data) == sorted([
-        "path", "version", "name", "chunks", "sequences", "global_sequences", "textures", "materials", "geosets",
+        "path", "format", "version", "name", "chunks", "sequences", "global_sequences", "textures", "materials", "geosets",
         "nodes", "particle_emitters2", "ribbon_emitters", "event_objects", "cameras", "unknown_chunks",
         "diagnostics"])
     assert [c["tag"] for c in data["chunks"]][:2] == ["VERS", "MODL"]
