@@ -95,9 +95,6 @@ class Store:
             atomic_write(side, data, self.tmp)
         return digest
 
-    def has_image(self, digest: str) -> bool:
-        return self.image_path(digest).is_file()
-
     def read_image(self, digest: str) -> bytes:
         return self.image_path(digest).read_bytes()
 

@@ -44,8 +44,8 @@ def test_inspect_json_has_stable_keys(samples):
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert sorted(data) == sorted([
-        "path", "format", "version", "name", "chunks", "sequences", "global_sequences", "textures", "materials", "geosets",
-        "nodes", "particle_emitters2", "ribbon_emitters", "event_objects", "cameras", "unknown_chunks",
+        "path", "format", "version", "name", "chunks", "sequences", "global_sequences", "textures", "materials",
+        "geosets", "nodes", "particle_emitters2", "ribbon_emitters", "event_objects", "cameras", "unknown_chunks",
         "diagnostics"])
     assert [c["tag"] for c in data["chunks"]][:2] == ["VERS", "MODL"]
     assert data["geosets"][0] == {"index": 0, "vertices": 24, "triangles": 12, "uv_sets": 2, "material_id": 0,

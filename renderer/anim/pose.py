@@ -63,9 +63,6 @@ from renderer.model import (
 GEOSET_HIDDEN_ALPHA = 0.01  # a geoset whose alpha is <= this is not drawn (viewer)
 VISIBILITY_THRESHOLD = 0.0  # nodes (attachments, emitters, lights) show when visibility > this
 
-STANDARD_SEQUENCE_NAMES = ("Stand", "Walk", "Attack", "Spell", "Death", "Decay", "Birth", "Portrait", "Morph",
-                           "Sleep", "Victory", "Dissipate", "Cinematic")
-
 _VISIBILITY_TAG = {Attachment: "KATV", Light: "KLAV", ParticleEmitter: "KPEV", ParticleEmitter2: "KP2V",
                    RibbonEmitter: "KRVS", PopcornEmitter: "KPPV"}
 

@@ -130,7 +130,6 @@ class PaletteBuilder:
     def __init__(self, skins: list[GeosetSkin], node_count: int):
         self.skins = skins
         self.node_count = node_count
-        self.needs_nodes = any(s.kind != "groups" for s in skins)
         offsets, rows, members, sizes, dest = [], 0, [], [], []
         for s in skins:
             if s.kind != "groups":

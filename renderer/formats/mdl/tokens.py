@@ -247,24 +247,6 @@ class Parser:
         self.expect("}", f"'}}' after {k} numbers of the {wanted}")
         return tuple(out)
 
-    def skip_block(self) -> None:
-        """Skip one balanced `{ ... }` block (the cursor is on its '{')."""
-        start = self.i
-        self.expect("{")
-        depth = 1
-        toks, i, n = self.toks, self.i, self.n
-        while i < n and depth:
-            t = toks[i]
-            if t == "{":
-                depth += 1
-            elif t == "}":
-                depth -= 1
-            i += 1
-        if depth:
-            raise self.error("block is never closed (missing '}')", start)
-        self.i = i
-
-    # -- bulk reads ---------------------------------------------------------------------------
     def rows(self, n: int, k: int, what: str, kind: str = "f") -> np.ndarray:
         """n rows `{ v1 .. vk }` then the closing '}' of the enclosing block.
 

@@ -51,9 +51,6 @@ class TextureBytes:
     def u8(self, offset: int, field: str) -> int:
         return self.unpack("<B", offset, field)[0]
 
-    def u16(self, offset: int, field: str) -> int:
-        return self.unpack("<H", offset, field)[0]
-
     def u32(self, offset: int, field: str) -> int:
         return self.unpack("<I", offset, field)[0]
 
