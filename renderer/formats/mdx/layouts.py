@@ -22,32 +22,16 @@ _CODES = {
 
 
 class Layout:
-    __slots__ = ("fields", "struct", "size")
+    __slots__ = ("fields", "struct", "size", "_assign")
 
     def __init__(self, fields: list[tuple[str, str]]):
         self.fields = fields
         self.struct = struct.Struct("<" + "".join(_CODES[c][0] for _, c in fields))
         self.size = self.struct.size
+        self._assign = _compile_assign(fields)
 
     def read(self, r: Reader, obj, what: str) -> None:
-        vals = r.unpack(self.struct, what)
-        i = 0
-        for name, code in self.fields:
-            n = _CODES[code][1]
-            if n == 1:
-                v = vals[i]
-                if code[0] == "s":
-                    v = fixed_string(v)
-            elif code == "ext":
-                v = Extent(vals[i], vals[i + 1 : i + 4], vals[i + 4 : i + 7])
-            elif code == "9f":
-                v = (vals[i : i + 3], vals[i + 3 : i + 6], vals[i + 6 : i + 9])
-            elif code == "6I":
-                v = (vals[i : i + 3], vals[i + 3 : i + 6])
-            else:
-                v = vals[i : i + n]
-            setattr(obj, name, v)
-            i += n
+        self._assign(obj, r.unpack(self.struct, what))
 
     def pack(self, obj) -> bytes:
         flat: list = []
@@ -67,6 +51,31 @@ class Layout:
             else:
                 flat.extend(v)
         return self.struct.pack(*flat)
+
+
+def _compile_assign(fields: list[tuple[str, str]]):
+    """A function that sets every field of an object from the unpacked tuple, generated once per
+    layout: reading records is the hot path, and a loop over field codes per record is not."""
+    lines, i = [], 0
+    for name, code in fields:
+        n = _CODES[code][1]
+        if code[0] == "s":
+            expr = f"fixed_string(v[{i}])"
+        elif code == "ext":
+            expr = f"Extent(v[{i}], v[{i + 1}:{i + 4}], v[{i + 4}:{i + 7}])"
+        elif code in ("9f", "6I"):
+            k = 3
+            expr = "(" + ", ".join(f"v[{i + j}:{i + j + k}]" for j in range(0, n, k)) + ",)"
+        elif n == 1:
+            expr = f"v[{i}]"
+        else:
+            expr = f"v[{i}:{i + n}]"
+        lines.append(f"    obj.{name} = {expr}")
+        i += n
+    src = "def assign(obj, v):\n" + ("\n".join(lines) or "    pass") + "\n"
+    scope = {"fixed_string": fixed_string, "Extent": Extent}
+    exec(src, scope)  # noqa: S102 - generated from the constant layouts below, never from input
+    return scope["assign"]
 
 
 MODEL_INFO = Layout([("name", "s80"), ("animation_file", "s260"), ("extent", "ext"), ("blend_time", "I")])

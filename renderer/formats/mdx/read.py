@@ -185,23 +185,23 @@ def _read_chunk(ctx: _Context, tag: str, cr: Reader) -> int:
         return n
     spec = RECORD_CHUNKS[tag]
     dest = getattr(model, spec.attr)
-    n = 0
-    while cr.remaining:
+    prefix = f"chunk {tag} {spec.label} "
+    read = spec.read
+    first = len(dest)
+    while cr.pos < cr.end:
         i = len(dest)
-        at = cr.pos
-        cr.where = f"chunk {tag} {spec.label} {i}"
+        ctx.offsets[(tag, i)] = cr.pos
+        cr.where = prefix + str(i)
         if tag == "GEOS":
             obj, offs, problems = read_geoset(cr, version)
             ctx.geoset_offsets.append(offs)
             ctx.problems.extend(problems)
         else:
-            obj = spec.read(cr, version)
-        ctx.offsets[(tag, i)] = at
-        if hasattr(obj, "extra"):
-            ctx.extras.append((cr.where, obj))
+            obj = read(cr, version)
         dest.append(obj)
-        n += 1
-    return n
+    if dest and hasattr(dest[-1], "extra"):
+        ctx.extras.extend((prefix + str(i), dest[i]) for i in range(first, len(dest)))
+    return len(dest) - first
 
 
 def _validate(ctx: _Context) -> list[FormatError]:
