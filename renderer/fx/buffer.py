@@ -7,6 +7,16 @@ import numpy as np
 from renderer.fx.rng import copy_generator
 
 
+def integrate_ballistic(p: ParticleBuffer, dt_ms: float) -> None:
+    """Move live particles (fields pos, vel, gravity) over dt_ms under gravity along -Z, exactly."""
+    if len(p) and dt_ms > 0:
+        dt = dt_ms / 1000.0
+        pos, vel, g = p["pos"], p["vel"], p["gravity"]
+        pos += vel * dt
+        pos[:, 2] -= 0.5 * g * dt * dt
+        vel[:, 2] -= g * dt
+
+
 class EmitterState:
     """What every simulated emitter shares: `rng` and `particles`, copied deeply by `copy()` so a
     copy can be stepped (to a time between fixed steps) without touching the stored state."""

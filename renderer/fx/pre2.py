@@ -55,7 +55,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from renderer.formats.options import PRE2_EMISSION_RATE_SCALE
-from renderer.fx.buffer import EmitterState, ParticleBuffer
+from renderer.fx.buffer import EmitterState, ParticleBuffer, integrate_ballistic
 from renderer.fx.params import finite
 from renderer.model import ParticleEmitter2
 
@@ -220,12 +220,7 @@ class Pre2Emitter(EmitterState):
         dt_ms = 0.0 if prev_ms is None else t_ms - prev_ms
         if len(p):
             p.keep(t_ms - p["birth"] < s.lifespan_ms)
-        if len(p) and dt_ms > 0:
-            dt = dt_ms / 1000.0
-            pos, vel, g = p["pos"], p["vel"], p["gravity"]
-            pos += vel * dt
-            pos[:, 2] -= 0.5 * g * dt * dt
-            vel[:, 2] -= g * dt
+        integrate_ballistic(p, dt_ms)
         if params[VISIBILITY] <= 0 or not (playing or self.global_driven) or s.lifespan_ms <= 0:
             return
         if self.squirt is not None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.fx.buffer import EmitterState, ParticleBuffer
+from renderer.fx.buffer import EmitterState, ParticleBuffer, integrate_ballistic
 from renderer.model import ParticleEmitter
 
 USES_MDL = 0x8000
@@ -73,12 +73,7 @@ class PremEmitter(EmitterState):
         dt_ms = 0.0 if prev_ms is None else t_ms - prev_ms
         if len(p):
             p.keep(t_ms - p["birth"] < p["life"])
-        if len(p) and dt_ms > 0:
-            dt = dt_ms / 1000.0
-            pos, vel, g = p["pos"], p["vel"], p["gravity"]
-            pos += vel * dt
-            pos[:, 2] -= 0.5 * g * dt * dt
-            vel[:, 2] -= g * dt
+        integrate_ballistic(p, dt_ms)
         life_ms = params[LIFESPAN] * 1000.0
         if params[VISIBILITY] <= 0 or not (playing or self.global_driven) or life_ms <= 0:
             return
