@@ -90,6 +90,13 @@ class Reader:
         self.pos += 4
         return v
 
+    def expect_tag(self, tag: str) -> None:
+        """Read a 4-byte tag that must be `tag`."""
+        at = self.pos
+        got = self.tag(f"{tag} tag")
+        if got != tag:
+            raise self.error(f"expected {tag}, found {got!r}", at)
+
     def peek_tag(self) -> str | None:
         if self.end - self.pos < 4:
             return None

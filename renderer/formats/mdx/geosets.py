@@ -89,10 +89,7 @@ def read_geoset(r: Reader, version: int) -> tuple[Geoset, dict[str, int], list[F
             raise gr.error(f"SKIN holds {len(skin)} bytes, not a multiple of 8 (4 bones + 4 weights)", at)
         g.skin = skin.reshape(-1, 8)
         offsets["SKIN"] = at
-    at = gr.pos
-    tag = gr.tag("UVAS tag")
-    if tag != "UVAS":
-        raise gr.error(f"expected sub-chunk UVAS, found {tag!r}", at)
+    gr.expect_tag("UVAS")
     nsets = gr.count("UV set", 8)
     for _ in range(nsets):
         uv, _ = _sub_array(gr, "UVBS", "<f4", 2)

@@ -29,10 +29,7 @@ def read_material(r: Reader, version: int) -> Material:
     mat.priority_plane, mat.flags = mr.unpack(MATERIAL_HEAD, "material priority plane and flags")
     if 900 <= version <= 1000:
         mat.shader = fixed_string(mr.raw(80, "material shader name"))
-    at = mr.pos
-    tag = mr.tag("LAYS tag")
-    if tag != "LAYS":
-        raise mr.error(f"expected LAYS, found {tag!r}", at)
+    mr.expect_tag("LAYS")
     n = mr.count("layer", 28)
     for i in range(n):
         mr.where = f"{r.where} layer {i}"
