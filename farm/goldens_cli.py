@@ -111,14 +111,20 @@ def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = Fa
 # Commands
 
 
-def cmd_compare(args) -> int:
+def _compare_and_print(args, report_dir) -> dict:
+    """Compare the run with its goldens, write the reports to report_dir (if any), print the summary."""
     from farm.compare_runs import results_for
 
     job = _job(args.run, args.out)
     folder = goldens_dir(args.goldens, job)
     results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
-    html = _write_reports(results, args.report, args.image_base)
+    html = _write_reports(results, report_dir, args.image_base)
     print(summary_text(results, limit=args.limit, report=html))
+    return results
+
+
+def cmd_compare(args) -> int:
+    results = _compare_and_print(args, args.report)
     return 0 if results["verdict"] == "pass" else 1
 
 
@@ -248,13 +254,7 @@ def cmd_goldens(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from farm.compare_runs import results_for
-
-    job = _job(args.run, args.out)
-    folder = goldens_dir(args.goldens, job)
-    results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
-    html = _write_reports(results, args.output, args.image_base)
-    print(summary_text(results, limit=args.limit, report=html))
+    _compare_and_print(args, args.output)
     return 0
 
 
