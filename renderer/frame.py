@@ -218,6 +218,12 @@ class Renderer:
             "gl": self.gl_info(),
         }
 
+    def __enter__(self) -> Renderer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         for gpu in self._models.values():
             gpu.delete()

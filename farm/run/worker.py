@@ -37,6 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+from renderer.frame import Frame, Renderer, model_hash
+from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
+
 __all__ = [
     "RENDERERS",
     "SyntheticRenderer",
@@ -63,8 +66,6 @@ def renderer_kind(kind: str | None = None) -> str:
 
 def configure_threads(concurrency: int) -> int:
     """LP_NUM_THREADS for this process: kept when the user set it, else cores // concurrency."""
-    from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
-
     if _USER_LP and os.environ.get("LP_NUM_THREADS", "").isdigit():
         return int(os.environ["LP_NUM_THREADS"])
     return set_llvmpipe_threads(llvmpipe_threads(max(1, int(concurrency))))
@@ -79,8 +80,6 @@ def _create(kind: str):
         return factory()
     if kind == "synthetic":
         return SyntheticRenderer(float(os.environ.get("FARM_SYNTHETIC_DELAY_MS", "0") or 0))
-    from renderer.frame import Renderer
-
     return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto")
 
 
@@ -142,8 +141,6 @@ class SyntheticRenderer:
         return {"renderer": "synthetic", "version": self.VERSION}
 
     def render(self, model, spec, model_digest: str | None = None):
-        from renderer.frame import Frame, model_hash
-
         if self.delay_ms:
             time.sleep(self.delay_ms / 1000.0)
         seq = spec.sequence
