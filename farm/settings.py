@@ -31,6 +31,7 @@ __all__ = [
     "DEFAULT_OUT",
     "MAX_SIZE",
     "MAX_TEAM",
+    "MAX_TIME_MS",
     "MSAA_VALUES",
     "RenderSettings",
     "SettingError",
@@ -42,11 +43,13 @@ __all__ = [
     "check_msaa",
     "check_size",
     "check_team",
+    "check_time",
     "default_out",
     "env_int",
     "type_name",
 ]
 
+MAX_TIME_MS = 2**53  # the largest ms count a float64 holds exactly: timestamps beyond it are refused
 MSAA_VALUES = (0, 1, 2, 4, 8, 16)
 MAX_SIZE = 8192
 MAX_TEAM = REFORGED_TEAMS - 1  # team colour indices 0..27
@@ -95,6 +98,11 @@ def check_size(value, name: str = "size") -> tuple[int, int]:
     return int(w), int(h)
 
 
+def check_time(value, name: str = "time") -> int:
+    """A timestamp in ms from the sequence start: an integer in 0..MAX_TIME_MS."""
+    return check_int(value, name, 0, MAX_TIME_MS)
+
+
 def check_msaa(value, name: str = "msaa") -> int:
     return check_int(value, name, 0, 16, allowed=MSAA_VALUES)
 
@@ -130,13 +138,26 @@ def check_camera(value, name: str = "camera") -> str:
         if ok and len(groups) == 4:
             ok = len(groups[3].split(",")) == 1
         try:
-            if ok:
-                ok = all(math.isfinite(float(x)) for g in groups for x in g.split(","))
+            nums = [float(x) for g in groups for x in g.split(",")] if ok else []
         except ValueError:
+            ok = False
+        if ok and not all(math.isfinite(x) for x in nums):
             ok = False
         if not ok:
             raise SettingError(f"{name}: an explicit camera is ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]] with finite"
                                f" numbers, not {value!r}")
+        eye, target = nums[0:3], nums[3:6]
+        view = [t - e for e, t in zip(eye, target, strict=True)]
+        if not any(view):
+            raise SettingError(f"{name}: the eye and the target are the same point ({value!r}): nothing to look at")
+        if len(nums) >= 9:
+            up = nums[6:9]
+            cross = (view[1] * up[2] - view[2] * up[1], view[2] * up[0] - view[0] * up[2],
+                     view[0] * up[1] - view[1] * up[0])
+            if not any(abs(c) > 1e-12 for c in cross):
+                raise SettingError(f"{name}: the up vector is zero or along the view direction ({value!r})")
+        if len(nums) == 10 and not 0 < nums[9] < 180:
+            raise SettingError(f"{name}: the field of view must be between 0 and 180 degrees, not {nums[9]:g}")
     return value
 
 

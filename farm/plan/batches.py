@@ -22,19 +22,38 @@ from dataclasses import dataclass, field
 from farm.files import file_digest
 from farm.plan.keys import trace_key
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
-from farm.settings import RenderSettings
+from farm.settings import RenderSettings, env_int
 from renderer.anim import find_sequence as _find_sequence
 from renderer.formats import load_model
 
-__all__ = ["Batch", "Plan", "expand_manifest", "expand_plan", "find_sequence", "read_model", "resolve_times",
-           "sequence_label"]
+DEFAULT_MAX_FRAMES = 200_000
+
+__all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
+           "max_frames", "read_model", "resolve_times", "sequence_label"]
 
 
-def resolve_times(plan: ModelPlan, length_ms: int) -> list[int]:
+class TooManyFrames(ValueError):
+    """A plan that would render more frames than the job's cap (FARM_MAX_FRAMES)."""
+
+
+def max_frames(environ=None) -> int:
+    """The most frames one job may plan (FARM_MAX_FRAMES, default 200,000)."""
+    return env_int("FARM_MAX_FRAMES", DEFAULT_MAX_FRAMES, environ, minimum=1)
+
+
+def resolve_times(plan: ModelPlan, length_ms: int, limit: int | None = None) -> list[int]:
     """The plan's timestamps for a sequence `length_ms` long: ms as given, fractions of the length
-    rounded to the nearest ms, or every N ms from 0 to the length; sorted, without repeats."""
+    rounded to the nearest ms, or every N ms from 0 to the length; sorted, without repeats.
+
+    The count is known before the list is built: more than `limit` (default `max_frames()`) is a
+    TooManyFrames error, never a list that fills the memory."""
     length = max(int(length_ms), 0)
+    limit = max_frames() if limit is None else limit
     if plan.every is not None:
+        count = length // plan.every + 1
+        if count > limit:
+            raise TooManyFrames(f"{plan.rel}: every = {plan.every} over a sequence of {length} ms is {count:,} frames,"
+                                f" more than the cap of {limit:,} per job (FARM_MAX_FRAMES)")
         return list(range(0, length + 1, plan.every))
     out = set()
     for t in plan.timestamps or (0,):
@@ -203,8 +222,16 @@ def expand_manifest(manifest: Manifest, loader=None) -> Plan:
     """Every model of the manifest, expanded. A `[[thresholds.traces]]` glob that matches no trace
     is a ManifestError naming its line."""
     plan = Plan([], {}, {})
+    cap = max_frames()
     for mp in manifest.plans:
-        plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
+        try:
+            plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
+        except TooManyFrames as e:
+            raise ManifestError(manifest.shown_as or manifest.path, mp.line, str(e)) from None
+        if len(plan.traces) > cap:
+            raise ManifestError(manifest.shown_as or manifest.path, mp.line,
+                                f"the job plans {len(plan.traces):,} frames by {mp.rel}, more than the cap of {cap:,}"
+                                f" per job (FARM_MAX_FRAMES): render fewer timestamps or split the job")
     for tt in manifest.trace_thresholds:
         if not any(fnmatch.fnmatchcase(k, tt.match) for k in plan.traces):
             example = next(iter(plan.traces), "?")

@@ -65,6 +65,7 @@ from farm.settings import (
     check_msaa,
     check_size,
     check_team,
+    check_time,
     type_name,
 )
 
@@ -358,7 +359,7 @@ def _timestamps(ctx: _Ctx, key: tuple, value) -> tuple:
         if isinstance(v, int) and not isinstance(v, bool):
             if v < 0:
                 raise ctx.error(key, f"{_where(key)}[{i}] must be >= 0 ms, not {v}")
-            out.append(v)
+            out.append(_setting(ctx, key, check_time, v))
         elif isinstance(v, str):
             m = _FRACTION.fullmatch(v)
             if not m or not 0.0 <= float(m.group(1)) <= 100.0:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from farm.files import file_digest
 from farm.plan.batches import Batch, find_sequence, read_model
+from farm.run.budget import Budgets, frame_deadline, over_budget
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
 
@@ -217,13 +218,15 @@ def batch_kind(kind: str) -> BatchKind:
 
 def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, job_id: str,
                  on_frame: Callable[[int, int, int], None] | None = None, abort: tuple = (),
-                 max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> BatchResult:
+                 max_deliveries: int = DEFAULT_MAX_DELIVERIES, budgets: Budgets | None = None) -> BatchResult:
     """Render every frame of `batch` and record the result under `job_id` (see the module docstring).
 
     `renderer_factory()` returns this process's renderer: an object with `render(model, spec,
     model_digest)` -> Frame and `forget(model)` (renderer.Renderer, or a stand-in).
-    `on_frame(done, total, failed)` is called after each frame.
+    `on_frame(done, total, failed)` is called after each frame. `budgets` (default: from the
+    environment, farm.run.budget) bounds each frame's wall time; a frame over a budget fails alone.
     """
+    budgets = budgets or Budgets.from_env()
     kind = batch_kind(batch.kind)
     attempt = kind.begin(store, job_id, batch)
     total = len(batch.keys)
@@ -249,7 +252,7 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     except abort:
         raise
     except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure
-        return finish(error_text(e))
+        return finish(f"{batch.model_rel}: {over_budget(e, budgets)}" if over_budget(e, budgets) else error_text(e))
     try:
         work = kind.plan(batch, model, digest)
     except ValueError as e:
@@ -259,7 +262,8 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     try:
         for key, t in work.frames:
             try:
-                frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest)
+                with frame_deadline(budgets.frame_seconds):
+                    frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest)
                 frames.append(kind.keep(batch, store, model, frame, key, t, work))
             except abort as e:  # the frames done so far stay done
                 return finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
@@ -267,16 +271,23 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
                 raise
             except GLContextError as e:
                 raise TransientError(f"GL failed in this process: {error_text(e)}") from e
-            except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on
-                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {error_text(e)}", work))
+            except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on (MemoryError too)
+                why = over_budget(e, budgets) or error_text(e)
+                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {why}", work))
                 failed += 1
+                if over_budget(e, budgets):  # what it built may be half made: start the model afresh
+                    _forget(renderer, model)
             if on_frame:
                 on_frame(len(frames), total, failed)
     finally:
-        forget = getattr(renderer, "forget", None)
-        if forget is not None:
-            try:
-                forget(model)
-            except Exception:  # noqa: BLE001 - freeing must not hide the batch's outcome
-                pass
+        _forget(renderer, model)
     return finish()
+
+
+def _forget(renderer, model) -> None:
+    forget = getattr(renderer, "forget", None)
+    if forget is not None:
+        try:
+            forget(model)
+        except Exception:  # noqa: BLE001 - freeing must not hide the batch's outcome
+            pass

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from farm.run.budget import Budgets, limit_memory
 from renderer.frame import Frame, Renderer, model_hash
 from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
 
@@ -84,9 +85,13 @@ def _create(kind: str):
 
 
 def init_process(concurrency: int, kind: str | None = None, eager: bool = True) -> None:
-    """Set up this worker process: thread count first, then (eagerly) the renderer and its context."""
+    """Set up this worker process: thread count first, the memory budget (farm.run.budget), then
+    (eagerly) the renderer and its context."""
     kind = renderer_kind(kind)
     _state.update(kind=kind, pid=os.getpid(), renderer=None)
+    cap = limit_memory(Budgets.from_env().memory_mib)
+    if cap is not None:
+        log.info("pid %s: memory limit %d MiB (FARM_MEMORY_LIMIT_MB)", os.getpid(), cap >> 20)
     try:
         threads = configure_threads(concurrency)
     except (RuntimeError, ValueError) as e:  # too late (a driver is loaded) or a bad value: say so, go on
