@@ -17,6 +17,7 @@ import fnmatch
 import os
 import re
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 SONAMES = ("libstorm.so.9", "libstorm.so")
@@ -25,6 +26,10 @@ MPQ_OPEN_READ_ONLY = 0x00000100  # STREAM_FLAG_READ_ONLY
 SFILE_OPEN_FROM_MPQ = 0
 MAX_PATH = 1024  # StormPort.h on non-Windows systems
 MAX_ENTRY_SIZE = 1 << 30  # one entry larger than this is treated as corruption
+# Entries read are kept, decompressed, up to this many bytes per open archive (least recently used
+# dropped first): the archive's equivalent of the page cache a folder gets from the OS, so models
+# sharing a map's textures decompress each once.
+ENTRY_CACHE_BYTES = 64 * 1024 * 1024
 ERRORS = {  # StormPort.h's error codes on Linux (errno values, then StormLib's own from 1000)
     1: "access denied", 2: "no such file", 9: "invalid handle", 12: "out of memory", 22: "invalid parameter",
     28: "disk full", 95: "not supported", 105: "buffer too small", 1000: "not an MPQ archive (bad format)",
@@ -134,6 +139,8 @@ class MpqArchive:
         self._handle = None
         self._names: list[str] | None = None
         self.listfiles: list[Path] = []
+        self._entries: OrderedDict[str, bytes] = OrderedDict()
+        self._entry_bytes = 0
         if not self.path.is_file():
             raise MpqError(self.path, "no such file" if not self.path.exists() else "not a file")
         lib = storm()
@@ -151,6 +158,8 @@ class MpqArchive:
             if self._handle is not None:
                 storm().SFileCloseArchive(self._handle)
                 self._handle = None
+            self._entries.clear()
+            self._entry_bytes = 0
 
     def __enter__(self) -> MpqArchive:
         return self
@@ -177,8 +186,24 @@ class MpqArchive:
 
     def read(self, name: str) -> bytes:
         """The bytes of entry `name`; MpqError when it is missing or cannot be read."""
-        lib = storm()
         wanted = entry_name(name)
+        key = wanted.upper()  # the MPQ hash's own case folding
+        with self._lock:
+            data = self._entries.get(key)
+            if data is not None:
+                self._entries.move_to_end(key)
+                return data
+        data = self._read(wanted)
+        with self._lock:
+            if key not in self._entries and len(data) <= ENTRY_CACHE_BYTES:
+                self._entries[key] = data
+                self._entry_bytes += len(data)
+                while self._entry_bytes > ENTRY_CACHE_BYTES:
+                    self._entry_bytes -= len(self._entries.popitem(last=False)[1])
+        return data
+
+    def _read(self, wanted: str) -> bytes:
+        lib = storm()
         with self._lock:
             archive = self._open_handle()
             fh = ctypes.c_void_p()
