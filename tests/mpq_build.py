@@ -48,7 +48,8 @@ def build(folder: Path, dest: Path, *, encrypt: bool = False, listfile: bool = T
     raw = dest.with_name(dest.name + ".raw") if map_header else dest
     names = files_of(folder)
     if listfile:
-        cmd = ["smpq", "-c", "-q", "-M", "1", "-C", "ZLIB", *(["-E", "-F"] if encrypt else []), str(raw.resolve()), *names]
+        cmd = ["smpq", "-c", "-q", "-M", "1", "-C", "ZLIB", *(["-E", "-F"] if encrypt else []), str(raw.resolve()),
+               *names]
         subprocess.run(cmd, cwd=folder, check=True, capture_output=True)
     else:
         # In a child process: after StormLib has written an archive in a process, closing an

@@ -16,6 +16,7 @@ import ctypes.util
 import fnmatch
 import os
 import re
+import tempfile
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -32,7 +33,8 @@ MAX_ENTRY_SIZE = 1 << 30  # one entry larger than this is treated as corruption
 ENTRY_CACHE_BYTES = 64 * 1024 * 1024
 ERRORS = {  # StormPort.h's error codes on Linux (errno values, then StormLib's own from 1000)
     1: "access denied", 2: "no such file", 9: "invalid handle", 12: "out of memory", 22: "invalid parameter",
-    28: "disk full", 95: "not supported", 105: "buffer too small", 1000: "not an MPQ archive (bad format)",
+    28: "disk full", 95: "not supported", 105: "buffer too small",
+    1000: "not an MPQ archive, or its header or tables are damaged",
     1002: "unexpected end of data", 1003: "cannot complete", 1004: "corrupt archive data",
 }
 
@@ -147,7 +149,7 @@ class MpqArchive:
         handle = ctypes.c_void_p()
         if not lib.SFileOpenArchive(_encode(os.fspath(self.path)), 0, MPQ_OPEN_READ_ONLY, ctypes.byref(handle)):
             code = lib.GetLastError()
-            raise MpqError(self.path, f"cannot open as an MPQ archive ({_why(code)})")
+            raise MpqError(self.path, f"cannot be opened as an MPQ archive: {_why(code)}")
         self._handle = handle
         if listfile is not None:
             self.add_listfile(listfile)
@@ -180,7 +182,8 @@ class MpqArchive:
 
     # -- by name ----------------------------------------------------------------------------------
     def has(self, name: str) -> bool:
-        """Whether the archive holds `name` (backslashes or slashes, any case)."""
+        """Whether the archive holds `name` (backslashes or slashes, any case; StormLib's hash folds
+        case but not '/', so names are given to it with backslashes)."""
         with self._lock:
             return bool(storm().SFileHasFile(self._open_handle(), _encode(entry_name(name))))
 
@@ -229,10 +232,18 @@ class MpqArchive:
     def add_listfile(self, listfile: str | os.PathLike) -> None:
         """Use an external listfile (one name a line) to name the entries of the archive."""
         listfile = Path(listfile)
-        if not listfile.is_file():
-            raise MpqError(self.path, f"listfile {listfile} does not exist")
-        with self._lock:
-            code = storm().SFileAddListFile(self._open_handle(), _encode(os.fspath(listfile)))
+        try:
+            lines = listfile.read_bytes().replace(b"/", b"\\").splitlines()
+        except OSError as e:
+            raise MpqError(self.path, f"cannot read listfile {listfile} ({e.strerror or e})") from e
+        # StormLib hashes names as written: give it backslash names, one per line.
+        with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as tmp:
+            tmp.write(b"\r\n".join(line.strip() for line in lines if line.strip()) + b"\r\n")
+        try:
+            with self._lock:
+                code = storm().SFileAddListFile(self._open_handle(), _encode(tmp.name))
+        finally:
+            os.unlink(tmp.name)
         if code not in (0, 2):  # 2: none of its names is in the archive; that is still fine
             raise MpqError(self.path, f"cannot use listfile {listfile} ({_why(code)})")
         self.listfiles.append(listfile)

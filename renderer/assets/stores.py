@@ -95,6 +95,16 @@ class ArchiveStore:
     def __init__(self, archive: MpqArchive):
         self.archive = archive
         self.root = archive.path
+        self._spelling: dict[str, str] | None = None
+
+    def spelling(self, name: str) -> str:
+        """The archive's own spelling of an entry name when its listfile names it, else `name`."""
+        if self._spelling is None:
+            try:
+                self._spelling = {n.upper(): n for n in self.archive.names()}
+            except MpqError:
+                self._spelling = {}
+        return self._spelling.get(name.upper(), name)
 
     def label(self, prefix: tuple[str, ...] = ()) -> str:
         return f"{self.root}:{entry_name('/'.join(prefix))}" if prefix else f"{self.root}"
@@ -110,7 +120,7 @@ class ArchiveStore:
         except MpqError as e:
             notes.append(str(e))
             return None
-        return f"{self.root}:{name}", lambda: self.archive.read(name)
+        return f"{self.root}:{self.spelling(name)}", lambda: self.archive.read(name)
 
 
 _archives: OrderedDict[tuple, MpqArchive] = OrderedDict()
