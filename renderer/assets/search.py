@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 from renderer.assets.game import GameDataError, game_archives, order_archives
 from renderer.assets.mpq import MpqError, entry_name
 from renderer.assets.stores import ArchiveStore, FolderStore, open_archive
-from renderer.formats.textures.resolve import _SEPARATORS, _variants, refusal
+from renderer.formats.textures.resolve import SEPARATORS, extension_variants, refusal
 
 MAP_SUFFIXES = (".w3x", ".w3m")
 ARCHIVE_SUFFIXES = (".mpq", ".w3x", ".w3m", ".w3n")
@@ -201,17 +201,18 @@ class AssetSearch:
         self._seen[key] = found
         return found
 
-    def _find(self, asked: str, kind: str, roles) -> Asset | None:
+    def locate(self, asked: str, roles=None) -> tuple[tuple | None, str, list[str]]:
+        """Where `asked` is, without reading or recording it: ((where, read), how, notes) or
+        (None, why, notes). `read()` returns the bytes."""
         why = refusal(asked)
-        parts = [p for p in _SEPARATORS.split(asked) if p not in ("", ".")] if why is None else []
+        parts = [p for p in SEPARATORS.split(asked) if p not in ("", ".")] if why is None else []
         if why is None and not parts:
             why = "it names no file"
         if why is not None:
-            self.note_missing(kind, asked, f"refused: {why}", [])
-            return None
+            return None, f"refused: {why}", []
         notes: list[str] = []
         bases = [b for b in self.bases if roles is None or b.role in roles]
-        for variant in _variants(parts[-1]):
+        for variant in extension_variants(parts[-1]):
             attempts = [("exact", [*parts[:-1], variant])]
             if len(parts) > 1:
                 attempts.append(("basename", [variant]))
@@ -222,14 +223,19 @@ class AssetSearch:
                         continue
                     if variant != parts[-1]:
                         how = f"{how}, extension fallback to {PurePosixPath(variant).suffix}"
-                    try:
-                        data = hit[1]()
-                    except (OSError, MpqError) as e:
-                        notes.append(f"cannot read {hit[0]}: {e}")
-                        continue
-                    return self.note_found(kind, asked, hit[0], data, how, notes)
-        tried = ", ".join(PurePosixPath(v).suffix or "(none)" for v in _variants(parts[-1]))
-        self.note_missing(kind, asked, f"not found (extensions tried: {tried})", [b.label for b in bases], notes)
+                    return hit, how, notes
+        tried = ", ".join(PurePosixPath(v).suffix or "(none)" for v in extension_variants(parts[-1]))
+        return None, f"not found (extensions tried: {tried})", notes
+
+    def _find(self, asked: str, kind: str, roles) -> Asset | None:
+        hit, how, notes = self.locate(asked, roles)
+        if hit is not None:
+            try:
+                return self.note_found(kind, asked, hit[0], hit[1](), how, notes)
+            except (OSError, MpqError) as e:
+                how = f"cannot be read: {e}"
+        looked = [] if how.startswith("refused") else self.looked(roles)
+        self.note_missing(kind, asked, how, looked, notes)
         return None
 
     def note_found(self, kind: str, asked: str, where: str, data: bytes, how: str = "exact",
