@@ -6,7 +6,8 @@ Classic installations (up to 1.28) keep their data in MPQ archives next to the e
 war3 that holds it. `game_archives(DIR)` finds them (any case) in that order.
 
 Reforged (1.30+) keeps its data in a CASC storage (`Data/` plus `.build.info`), which no maintained
-Python library reads. Extract it once with a CASC tool (e.g. Ladik's CascView, by the author of
+Python library reads (PyPI has `casc` 0.0.1 of 2023, a CascLib binding, and `pycasc` 0.1.0 of 2019,
+both single releases; Debian packages no CascLib). Extract it once with a CASC tool (e.g. Ladik's CascView, by the author of
 StormLib) into a folder, keeping the game's paths (`Textures\\...`,
 `ReplaceableTextures\\...`, `war3.w3mod\\...` for the SD/HD trees), and give that folder as game
 data or as an asset root: folders and archives are searched alike. For the SD tree of 1.32+, point
