@@ -221,3 +221,24 @@ def test_decode_cache_keyed_by_digest_and_bounded():
     assert len(cache) == 2 and cache.size_bytes == 128
     cache.get("d1", b"x", "again", decode)
     assert calls[-1] == "again"
+
+
+def test_halo_bitmaps_come_from_the_loader_and_are_recorded():
+    from conftest import CORPUS
+
+    from renderer.formats.halo import load_halo_model
+
+    path = CORPUS / "aLTis94__Halo-CE-Monaco" / "tags" / "characters" / "cyborg" / "cyborg.gbxmodel"
+    if not path.is_file():
+        candidates = sorted(CORPUS.rglob("cyborg.gbxmodel"))
+        if not candidates:
+            pytest.skip("Halo corpus not present")
+        path = candidates[0]
+    model = load_halo_model(path)
+    texset = load_textures(model)
+    assert texset.textures[0].rgba.shape == (512, 512, 4)
+    bitmaps = [e for e in texset.search.record if e["kind"] == "halo bitmap"]
+    assert [e["asked"] for e in bitmaps] == ["characters\\cyborg\\bitmaps\\cyborg.bitmap"]
+    assert bitmaps[0]["sha256"] == hashlib.sha256(Path(bitmaps[0]["found"]).read_bytes()).hexdigest()
+    shaders = [e for e in texset.search.record if e["kind"] == "halo shader"]
+    assert len(shaders) == 4 and all("sha256" in e for e in shaders)

@@ -5,13 +5,14 @@ Classic installations (up to 1.28) keep their data in MPQ archives next to the e
 `War3Patch.mpq`; the game reads a file from the first of War3Patch, War3xLocal, War3x, War3Local,
 war3 that holds it. `game_archives(DIR)` finds them (any case) in that order.
 
-Reforged (1.30+) keeps its data in a CASC storage (`Data/` plus `.build.info`), which no maintained
-Python library reads (PyPI has `casc` 0.0.1 of 2023, a CascLib binding, and `pycasc` 0.1.0 of 2019,
-both single releases; Debian packages no CascLib). Extract it once with a CASC tool (e.g. Ladik's CascView, by the author of
-StormLib) into a folder, keeping the game's paths (`Textures\\...`,
-`ReplaceableTextures\\...`, `war3.w3mod\\...` for the SD/HD trees), and give that folder as game
-data or as an asset root: folders and archives are searched alike. For the SD tree of 1.32+, point
-at the extracted `war3.w3mod` folder (HD: `war3.w3mod/_hd.w3mod` first, then `war3.w3mod`).
+Reforged (1.30+) keeps its data in a CASC storage (`Data/` plus `.build.info`), which no
+maintained Python library reads (PyPI has `casc` 0.0.1 of 2023, a CascLib binding, and `pycasc`
+0.1.0 of 2019, each a single release; Debian packages no CascLib). To use it: extract the files
+once with a CASC tool (e.g. CascView, by StormLib's author) into a folder, keeping the storage's
+paths, and give the folder that holds `Textures`, `ReplaceableTextures`, ... as game data or as an
+asset root: folders and archives are searched alike. Reforged stores the classic (SD) tree under
+`war3.w3mod` and the HD overrides under `war3.w3mod/_hd.w3mod`; give the HD folder first, then
+the SD one, to search as the game does in HD mode.
 """
 
 from __future__ import annotations

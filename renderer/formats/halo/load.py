@@ -5,9 +5,7 @@ See the package docstring (renderer/formats/halo/__init__.py) for the mapping an
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -457,11 +455,14 @@ def _tangents(tangent: np.ndarray, binormal: np.ndarray, normal: np.ndarray) -> 
 
 # -- textures for the renderer ---------------------------------------------------------------------
 
-@lru_cache(maxsize=32)
-def _decode_file(file: str, size: int, mtime_ns: int) -> np.ndarray:
-    img = decode_bitmap_tag(Path(file).read_bytes(), file)
-    img.setflags(write=False)
-    return img
+def _decode_file(file: str) -> np.ndarray:
+    """The decoded top mip level of a bitmap tag file, through the per-process digest-keyed cache."""
+    import hashlib
+
+    from renderer.assets.cache import DECODED
+
+    data = Path(file).read_bytes()
+    return DECODED.get(hashlib.sha256(data).hexdigest(), data, file, decode_bitmap_tag, "halo bitmap")
 
 
 def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
@@ -478,8 +479,7 @@ def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
     t = textures[texture_index]
     if t.get("file"):
         try:
-            st = os.stat(t["file"])
-            return _decode_file(t["file"], st.st_size, st.st_mtime_ns)
+            return _decode_file(t["file"])
         except OSError as e:
             problem = f"cannot read: {e.strerror or e}"
         except FormatError as e:
