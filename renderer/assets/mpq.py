@@ -289,12 +289,3 @@ class MpqArchive:
 def _unnamed(name: str) -> bool:
     """StormLib's made-up names for entries no listfile names, and the special files."""
     return bool(re.fullmatch(r"File\d{8}\.\w+", name)) or name.startswith("(")
-
-
-def is_archive(path: str | os.PathLike) -> bool:
-    """Whether `path` is a file StormLib opens as an MPQ archive."""
-    try:
-        MpqArchive(path).close()
-        return True
-    except MpqError:
-        return False

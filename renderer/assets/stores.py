@@ -125,6 +125,7 @@ class ArchiveStore:
 
 _archives: OrderedDict[tuple, MpqArchive] = OrderedDict()
 _archives_lock = threading.Lock()
+_archives_pid = os.getpid()
 
 
 def open_archive(path: str | os.PathLike, listfile: str | os.PathLike | None = None) -> MpqArchive:
@@ -136,7 +137,12 @@ def open_archive(path: str | os.PathLike, listfile: str | os.PathLike | None = N
         key = (os.path.realpath(p), st.st_mtime_ns, st.st_size, str(listfile or ""))
     except OSError:
         key = (str(p), 0, 0, str(listfile or ""))
+    global _archives_pid
     with _archives_lock:
+        if _archives_pid != os.getpid():
+            # A forked worker: handles (and their file offsets) belong to the parent; open our own.
+            _archives.clear()
+            _archives_pid = os.getpid()
         archive = _archives.get(key)
         if archive is not None:
             _archives.move_to_end(key)
