@@ -150,6 +150,8 @@ def test_game_folder_order_and_errors(tmp_path):
     touch(casc / ".build.info")
     with pytest.raises(GameDataError, match="Reforged .CASC.*extract"):
         game_archives(casc)
+    s = search_from(tmp_path / "m.w3x", game=casc)  # an error sentence for the frame, not a crash
+    assert not s.has_game and len(s.errors) == 1 and "Reforged (CASC)" in s.errors[0]
     with pytest.raises(GameDataError, match="no game archives"):
         game_archives(tmp_path)
 

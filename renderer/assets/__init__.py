@@ -4,7 +4,7 @@ archives (`sources`: `maps/foo.w3x:war3mapImported/x.mdx`) and the decoded-textu
 """
 
 from renderer.assets.cache import DECODED, DecodeCache
-from renderer.assets.game import GAME_ARCHIVES, GameDataError, game_archives, order_archives
+from renderer.assets.game import GAME_ARCHIVES, CascStorageError, GameDataError, game_archives, order_archives
 from renderer.assets.mpq import MpqArchive, MpqError
 from renderer.assets.search import Asset, AssetSearch, ModelLocation, game_paths
 from renderer.assets.sources import list_models, load_model_source, read_source, source_name, split_source
@@ -15,6 +15,7 @@ __all__ = [
     "GAME_ARCHIVES",
     "Asset",
     "AssetSearch",
+    "CascStorageError",
     "DecodeCache",
     "GameDataError",
     "ModelLocation",

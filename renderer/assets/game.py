@@ -29,6 +29,10 @@ class GameDataError(Exception):
     """One sentence: the folder and why no game data was found there."""
 
 
+class CascStorageError(GameDataError):
+    """The folder is a Reforged CASC installation, which must be extracted first."""
+
+
 def _rank(path: Path) -> int:
     """Position in GAME_ARCHIVES; -1 (searched before the game's own) for other names."""
     names = [n.lower() for n in GAME_ARCHIVES]
@@ -53,6 +57,6 @@ def game_archives(folder: str | os.PathLike) -> list[Path]:
     if found:
         return found
     if all((folder / m).exists() for m in CASC_MARKERS):
-        raise GameDataError(f"{folder}: this is a Reforged (CASC) installation, which cannot be read directly; "
+        raise CascStorageError(f"{folder}: this is a Reforged (CASC) installation, which cannot be read directly; "
                             "extract its files into a folder and give that folder as game data or an asset root")
     raise GameDataError(f"{folder}: no game archives found (looked for {', '.join(GAME_ARCHIVES)})")

@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from renderer.assets.game import GameDataError, game_archives, order_archives
+from renderer.assets.game import CascStorageError, GameDataError, game_archives, order_archives
 from renderer.assets.mpq import MpqError, entry_name
 from renderer.assets.stores import ArchiveStore, FolderStore, open_archive
 from renderer.formats.textures.resolve import SEPARATORS, extension_variants, refusal
@@ -154,6 +154,8 @@ def game_paths(game) -> list[Path]:
     if len(paths) == 1 and paths[0].is_dir():
         try:
             return game_archives(paths[0])
+        except CascStorageError:
+            raise
         except GameDataError:
             return paths  # an extracted data folder
     return order_archives(paths)
@@ -175,7 +177,12 @@ class AssetSearch:
         `stop_at`), then `asset_roots` (folders or archives), then `game` (see `game_paths`)."""
         errors: list[str] = []
         bases, fences = _model_bases(where, Path(stop_at) if stop_at is not None else None, errors)
-        for role, paths in (("asset root", [Path(r) for r in asset_roots]), ("game", game_paths(game))):
+        try:
+            game_data = game_paths(game)
+        except GameDataError as e:
+            errors.append(f"game data {e}")
+            game_data = []
+        for role, paths in (("asset root", [Path(r) for r in asset_roots]), ("game", game_data)):
             for p in paths:
                 base, fence = _root_base(p, role, errors, listfile)
                 if base is not None:
