@@ -71,16 +71,6 @@ def decode_asset(asset) -> np.ndarray:
     return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture)
 
 
-def decode_file(path: Path) -> np.ndarray:
-    """The decoded image of a texture file (cached by content digest)."""
-    import hashlib
-
-    from renderer.formats.textures import decode_texture
-
-    data = Path(path).read_bytes()
-    return DECODED.get(hashlib.sha256(data).hexdigest(), data, str(path), decode_texture)
-
-
 def _missing_sentence(entry: dict, mode: str) -> str:
     looked = entry.get("looked") or []
     where = f"; looked in {len(looked)} place(s): {', '.join(looked)}" if looked else ""

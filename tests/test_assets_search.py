@@ -244,3 +244,24 @@ def test_halo_bitmaps_come_from_the_loader_and_are_recorded():
     assert bitmaps[0]["sha256"] == hashlib.sha256(Path(bitmaps[0]["found"]).read_bytes()).hexdigest()
     shaders = [e for e in texset.search.record if e["kind"] == "halo shader"]
     assert len(shaders) == 4 and all("sha256" in e for e in shaders)
+
+
+def test_models_sharing_a_texture_decode_it_once(tmp_path):
+    from PIL import Image
+
+    from renderer.assets import DECODED
+
+    img = np.zeros((8, 8, 4), np.uint8)
+    img[..., 0] = np.arange(8)  # unlikely to be cached by another test
+    img[..., 3] = 255
+    models = []
+    for i in range(3):
+        d = tmp_path / f"map{i}.w3x" / "Textures"
+        d.mkdir(parents=True)
+        Image.fromarray(img, "RGBA").save(d / "Shared.tga")
+        models.append(Model(textures=[Texture(path="Textures\\Shared.tga")], path=str(d.parent / "m.mdx")))
+    misses = DECODED.misses
+    loaded = [load_textures(m).textures[0] for m in models]
+    assert DECODED.misses - misses == 1
+    assert loaded[0].rgba is loaded[1].rgba is loaded[2].rgba
+    assert len({t.source for t in loaded}) == 3  # found in three places, decoded once
