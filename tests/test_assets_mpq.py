@@ -70,6 +70,8 @@ def test_glob_over_entries(archives):
     assert mpq.glob("JackTextures/*") == ["JackTextures\\HumanMaleHair.blp", "JackTextures\\JackSkin1.blp"]
     assert glob_to_regex("a/**/b?.blp").match("A\\x\\y\\B1.BLP")
     assert not glob_to_regex("*.blp").match("dir\\x.blp")
+    assert glob_to_regex("war3mapImported/**").match("war3mapImported\\a\\b.mdx")
+    assert mpq.glob("**") == mpq.names()
 
 
 def test_bad_files_are_one_sentence_errors(archives, tmp_path):

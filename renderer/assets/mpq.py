@@ -124,7 +124,7 @@ def glob_to_regex(pattern: str) -> re.Pattern:
     out, i = "", 0
     while i < len(parts):
         if parts[i] == "**":
-            out += r"(?:[^\\]*\\)*"
+            out += r".*" if i == len(parts) - 1 else r"(?:[^\\]*\\)*"
         else:
             out += fnmatch.translate(parts[i]).removeprefix("(?s:").removesuffix(")\\Z").replace(".*", r"[^\\]*")
             out += r"\\" if i < len(parts) - 1 else ""
