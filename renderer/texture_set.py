@@ -105,12 +105,11 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
     reported: set[tuple[str, str]] = set()
     source = getattr(model, "texture_source", None)
 
-    def miss(where: str, wrap_s: bool, wrap_t: bool) -> None:
-        for entry in search.missing():
-            key = (entry["kind"], entry["asked"])
-            if key not in reported:
-                reported.add(key)
-                out.diagnostics.append(Diagnostic(where, None, _missing_sentence(entry, missing)))
+    def miss(path: str, where: str, wrap_s: bool, wrap_t: bool) -> None:
+        if ("texture", path) not in reported:  # one diagnostic per missing path per model
+            reported.add(("texture", path))
+            entry = next(e for e in search.missing() if e["kind"] == "texture" and e["asked"] == path)
+            out.diagnostics.append(Diagnostic(where, None, _missing_sentence(entry, missing)))
         out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
 
     for i, tex in enumerate(model.textures):
@@ -133,7 +132,7 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
             continue
         asset = search.find(path)
         if asset is None:
-            miss(where, wrap_s, wrap_t)
+            miss(path, where, wrap_s, wrap_t)
             continue
         for note in asset.notes:
             if (asset.where, note) not in reported:

@@ -202,6 +202,8 @@ def test_team_colour_from_game_data_else_builtin(tmp_path):
     assert with_game.textures[0].source == f"{game}:ReplaceableTextures\\TeamColor\\TeamColor03.blp"
     assert with_game.textures[0].rgba.shape[:2] != (1, 1)
     assert with_game.textures[1].source == "team-glow:3"  # not in that game data: the built-in glow
+    assert not with_game.diagnostics  # a built-in fallback is no missing texture
+    assert [e["kind"] for e in with_game.search.missing()] == ["team-glow"]  # but the lookup is recorded
     builtin = load_textures(model, team=3)
     assert builtin.textures[0].source == "team-color:3"
     assert np.array_equal(builtin.textures[0].rgba, team_color_texture(3))
