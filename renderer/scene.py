@@ -22,7 +22,7 @@ HD_SHADER = "Shader_HD_DefaultUnit"
 class ModelGPU:
     """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
-    def __init__(self, model: Model, assets, team: int, missing: str):
+    def __init__(self, model: Model, assets, team: int, missing: str, game=None, stop_at=None):
         from renderer.anim import Animator
         from renderer.gl.resources import GeosetBuffers, upload_texture
         from renderer.texture_set import load_textures
@@ -38,8 +38,9 @@ class ModelGPU:
                 continue
             self.geosets.append(GeosetBuffers(g.vertices, g.normals, skin.bone_indices.astype(np.float32),
                                               skin.bone_weights, g.uv_sets, tris))
-        texset = load_textures(model, list(assets), team, missing)
+        texset = load_textures(model, list(assets), team, missing, game=game, stop_at=stop_at)
         self.diagnostics.extend(texset.diagnostics)
+        self.search = texset.search  # every asset lookup of this model (AssetSearch.record)
         self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing") for t in texset.textures]
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
         self.order = draw_order(model)
