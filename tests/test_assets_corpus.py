@@ -9,11 +9,11 @@ import pytest
 from conftest import CORPUS
 from mpq_build import build, have_tools
 
-from renderer.assets import AssetSearch, ModelLocation, load_model_source
+from renderer.assets import AssetSearch, ModelLocation
 from renderer.assets.search import is_map_folder
 from renderer.assets.sources import source_name
 from renderer.assets.stores import FolderStore
-from renderer.formats import load_model
+from renderer.formats import load_model, load_model_source
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
 

@@ -10,9 +10,10 @@ import pytest
 from conftest import CORPUS
 from mpq_build import build, files_of, have_tools
 
-from renderer.assets import MpqArchive, MpqError, list_models, load_model_source, open_archive, split_source
+from renderer.assets import MpqArchive, MpqError, list_models, open_archive, split_source
 from renderer.assets.mpq import glob_to_regex
 from renderer.errors import FormatError
+from renderer.formats import load_model_source
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
 MAP = CORPUS / "nazarpunk__wc3-map-edemium-legacy" / "map"

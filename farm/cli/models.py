@@ -8,7 +8,16 @@ from pathlib import Path
 
 from farm.cli.common import UsageError, msaa_arg, size_arg, team_arg
 from farm.plan.batches import max_frames
-from farm.settings import RenderSettings, check_assets, check_background, check_camera, check_time
+from farm.settings import (
+    RenderSettings,
+    check_assets,
+    check_background,
+    check_camera,
+    check_game,
+    check_time,
+    containing_root,
+    default_game,
+)
 from renderer.anim import UnknownSequence
 from renderer.camera import CameraError
 from renderer.errors import FormatError
@@ -120,11 +129,13 @@ def cmd_render(args) -> int:
     settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
                               background=check_background(args.background, "--background"),
                               camera=check_camera(args.camera, "--camera"), team=args.team,
-                              missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"))
+                              missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
+                              game=check_game(args.game, "--game") if args.game else default_game())
+    stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     try:
         for i, t in enumerate(times):
-            spec = settings.frame_spec(seq, t)
+            spec = settings.frame_spec(seq, t, stop_at)
             try:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:
@@ -166,7 +177,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
     s.add_argument("--msaa", type=msaa_arg, default=0, help="MSAA samples (clamped to what GL grants)")
     s.add_argument("--background", default="transparent", help="transparent or #rrggbb")
-    s.add_argument("--assets", action="append", default=[], help="asset root (repeatable)")
+    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="asset root, a folder or an MPQ archive (.mpq, .w3x, .w3m); repeatable, searched in order"
+                        " after the model's folder and the folders above it up to its map")
+    s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
+                        " first), archives, or extracted data (default: $FARM_GAME_DIR)")
     s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker")
     s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"))
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")

@@ -24,12 +24,13 @@ from farm.plan.keys import trace_key
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
 from farm.settings import RenderSettings, env_int
 from renderer.anim import find_sequence as _find_sequence
+from renderer.assets import read_source, split_source
 from renderer.formats import load_model
 
 DEFAULT_MAX_FRAMES = 200_000
 
 __all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
-           "max_frames", "read_model", "resolve_times", "sequence_label"]
+           "max_frames", "model_digest", "read_model", "resolve_times", "sequence_label"]
 
 
 class TooManyFrames(ValueError):
@@ -77,6 +78,8 @@ class Batch:
     keys: list[str]
     settings: RenderSettings = field(default_factory=RenderSettings)
     provisional: bool = False  # planned without reading the model: `farm retry` plans it again
+    stop_at: str | None = None  # the job or asset root holding the model: its texture search climbs no higher
+    missing: str = "warn"  # a frame rendered with a missing asset: "warn" (done, noted) or "fail"
     id: str = ""
     kind: str = "frames"  # what `render_batch` does with it: "frames", or a name in BATCH_KINDS
     params: dict = field(default_factory=dict)  # what a batch of another kind needs beyond the fields above
@@ -108,6 +111,8 @@ class Batch:
             "id": self.id, "model": self.model, "model_rel": self.model_rel, "model_digest": self.model_digest,
             "sequence": self.sequence, "sequence_name": self.sequence_name, "times": list(self.times),
             "keys": list(self.keys), **self.settings.to_dict(), "provisional": self.provisional,
+            **({"stop_at": self.stop_at} if self.stop_at else {}),
+            **({"missing": self.missing} if self.missing != "warn" else {}),
             **({"kind": self.kind, "params": dict(self.params)} if self.kind != "frames" else {}),
         }
 
@@ -118,7 +123,7 @@ class Batch:
         return cls(**rest, settings=settings)
 
     def frame_spec(self, sequence: int | None, time_ms: int):
-        return self.settings.frame_spec(sequence, time_ms)
+        return self.settings.frame_spec(sequence, time_ms, self.stop_at)
 
 
 @dataclass
@@ -155,7 +160,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     load = loader or read_model
     batches: list[Batch] = []
     rs = plan.settings
-    common = dict(settings=rs)
+    common = dict(settings=rs, stop_at=plan.root, missing=plan.missing)
 
     def keys_for(seq_name, times):
         return [trace_key(plan.rel, seq_name, t, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
@@ -165,7 +170,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
         return resolve_times(plan, 0) if plan.every is None else [0]
 
     try:
-        digest = file_digest(plan.path)
+        digest = model_digest(plan.path)
         model = load(plan.path)
     except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
         selectors = [None] if plan.sequences == "all" else list(plan.sequences)
@@ -211,6 +216,13 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
             traces[k] = {"model": plan.rel, "sequence": b.sequence_name, "time_ms": t, "batch": b.id,
                          "thresholds": thresholds}
     return Plan(batches, traces, {plan.rel: plan.to_dict()})
+
+
+def model_digest(source: str) -> str:
+    """sha256 of a model's bytes: a file, or an archive entry (`maps/x.w3x:war3mapImported/y.mdx`)."""
+    if split_source(source) is not None:
+        return hashlib.sha256(read_source(source)).hexdigest()
+    return file_digest(source)
 
 
 def read_model(path: str):

@@ -29,8 +29,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from farm.files import file_digest
-from farm.plan.batches import Batch, find_sequence, read_model
+from farm.plan.batches import Batch, find_sequence, model_digest, read_model
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
@@ -68,10 +67,12 @@ class FrameResult:
     digest: str | None = None
     error: str | None = None
     info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
+    missing: list[str] | None = None  # assets the frame asked for and the search did not find
 
     def to_dict(self) -> dict:
         return {"key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
-                "error": self.error, **({"info": self.info} if self.info is not None else {})}
+                "error": self.error, **({"info": self.info} if self.info is not None else {}),
+                **({"missing": list(self.missing)} if self.missing else {})}
 
 
 @dataclass
@@ -172,14 +173,24 @@ class BatchKind:
         return Work(seq, list(zip(batch.keys, batch.times, strict=True)))
 
     def keep(self, batch: Batch, store, model, frame, key: str, time_ms: int, work: Work) -> FrameResult:
-        """Keep a rendered frame: PNG (trace in its text chunk) into the store, with a sidecar."""
+        """Keep a rendered frame: PNG (trace in its text chunk) into the store, with a sidecar that
+        lists the diagnostics and every asset the frame used (where found, sha256) or missed (where
+        the search looked). A frame with missing assets is done, with their names noted, or failed
+        when the job's policy is ``missing = "fail"``."""
         data = png_bytes(frame.rgba, frame.trace)
-        meta = {"trace": frame.trace, "diagnostics": [diag_dict(d) for d in frame.diagnostics]}
+        assets = list(getattr(frame, "assets", []) or [])
+        meta = {"trace": frame.trace, "diagnostics": [diag_dict(d) for d in frame.diagnostics], "assets": assets}
+        missing = missing_names(assets)
+        if missing and batch.missing == "fail":
+            return FrameResult(key, time_ms, "failed", missing=missing,
+                               error=f"{batch.model_rel} at {time_ms} ms: {len(missing)} asset(s) not found:"
+                                     f" {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
+                                     f" (missing = \"fail\")")
         try:
             image = store.put_image(data, meta)
         except OSError as e:
             raise TransientError(f"cannot write to the store: {e}") from e
-        return FrameResult(key, time_ms, "done", digest=image)
+        return FrameResult(key, time_ms, "done", digest=image, missing=missing or None)
 
     def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
         return FrameResult(key, time_ms, "failed", error=error)
@@ -193,6 +204,11 @@ class BatchKind:
 
 
 FRAMES = BatchKind()
+
+
+def missing_names(assets: list[dict]) -> list[str]:
+    """The names a frame asked for and did not find, from its asset records (renderer.assets)."""
+    return list(dict.fromkeys(str(a.get("asked")) for a in assets if a.get("missing")))
 
 # Batches of other kinds, run by both runners exactly like frame batches: name -> "module:attribute"
 # (a BatchKind instance). Only names listed here run (the name comes from the batch, which may come
@@ -247,7 +263,7 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     if attempt > max_deliveries:
         return finish(kind.died_too_often(batch, attempt))
     try:
-        digest = file_digest(batch.model)
+        digest = model_digest(batch.model)
         model = read_model(batch.model)
     except abort:
         raise

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from farm.run.budget import Budgets, limit_memory
+from farm.settings import default_game
 from renderer.frame import Frame, Renderer, model_hash
 from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
 
@@ -81,7 +82,8 @@ def _create(kind: str):
         return factory()
     if kind == "synthetic":
         return SyntheticRenderer(float(os.environ.get("FARM_SYNTHETIC_DELAY_MS", "0") or 0))
-    return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto")
+    # Game data as this worker host has it (FARM_GAME_DIR): searched last, after a job's own game data.
+    return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto", game=default_game())
 
 
 def init_process(concurrency: int, kind: str | None = None, eager: bool = True) -> None:

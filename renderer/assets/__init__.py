@@ -7,7 +7,7 @@ from renderer.assets.cache import DECODED, DecodeCache
 from renderer.assets.game import GAME_ARCHIVES, CascStorageError, GameDataError, game_archives, order_archives
 from renderer.assets.mpq import MpqArchive, MpqError
 from renderer.assets.search import Asset, AssetSearch, ModelLocation, game_paths
-from renderer.assets.sources import list_models, load_model_source, read_source, source_name, split_source
+from renderer.assets.sources import list_models, read_source, source_name, split_source
 from renderer.assets.stores import close_archives, open_archive
 
 __all__ = [
@@ -25,7 +25,6 @@ __all__ = [
     "game_archives",
     "game_paths",
     "list_models",
-    "load_model_source",
     "open_archive",
     "order_archives",
     "read_source",

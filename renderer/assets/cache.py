@@ -5,6 +5,7 @@ it (a folder, a map, a game archive). Images are returned read-only.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -60,4 +61,10 @@ class DecodeCache:
             self.hits = self.misses = 0
 
 
-DECODED = DecodeCache()
+def _max_bytes_from_env() -> int:
+    """DECODE_CACHE_MB in the environment (0: no cache, for measuring what it saves), else the default."""
+    raw = os.environ.get("DECODE_CACHE_MB", "").strip()
+    return int(raw) * 1024 * 1024 if raw.isdigit() else DEFAULT_MAX_BYTES
+
+
+DECODED = DecodeCache(_max_bytes_from_env())

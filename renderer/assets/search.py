@@ -27,17 +27,30 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from renderer.assets.game import CascStorageError, GameDataError, game_archives, order_archives
 from renderer.assets.mpq import MpqError, entry_name
+from renderer.assets.paths import SEPARATORS, extension_variants, refusal
 from renderer.assets.stores import ArchiveStore, FolderStore, open_archive
-from renderer.formats.textures.resolve import SEPARATORS, extension_variants, refusal
 
 MAP_SUFFIXES = (".w3x", ".w3m")
 ARCHIVE_SUFFIXES = (".mpq", ".w3x", ".w3m", ".w3n")
 MAP_MARKER = "war3map"  # a folder holding an entry named war3map* (any case) is a map root
+_SOURCE = re.compile(r"^(.*?(?:" + "|".join(re.escape(s) for s in ARCHIVE_SUFFIXES) + r")):(?![\\/]{2})(.+)$",
+                     re.IGNORECASE | re.DOTALL)
+
+
+def split_source(source: str | os.PathLike) -> tuple[Path, str] | None:
+    """(archive path, entry name) of an `ARCHIVE:ENTRY` source, or None for a plain path."""
+    text = os.fspath(source)
+    m = _SOURCE.match(text)
+    if m is None or Path(text).exists():
+        return None
+    return Path(m.group(1)), m.group(2)
+
 
 
 @dataclass(frozen=True)
@@ -60,8 +73,6 @@ class ModelLocation:
 
     @classmethod
     def from_path(cls, path: str) -> ModelLocation:
-        from renderer.assets.sources import split_source
-
         split = split_source(path) if path else None
         if split is not None:
             return cls(archive=split[0], entry=entry_name(split[1]))

@@ -7,34 +7,15 @@ sources, for manifests and thumbnails.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import os
-import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from renderer.assets.mpq import MpqError, entry_name
-from renderer.assets.search import ARCHIVE_SUFFIXES, ModelLocation
+from renderer.assets.search import split_source
 from renderer.assets.stores import open_archive
 from renderer.errors import FormatError
 
-_SOURCE = re.compile(r"^(.*?(?:" + "|".join(re.escape(s) for s in ARCHIVE_SUFFIXES) + r")):(?![\\/]{2})(.+)$",
-                     re.IGNORECASE | re.DOTALL)
-# Entry extension -> "module:function" reading a model from bytes (data, path, strict=..., **options).
-READERS: dict[str, str] = {
-    ".mdx": "renderer.formats.mdx:read_mdx",
-    ".mdl": "renderer.formats.mdl.read:read_mdl_bytes",
-}
 MODEL_PATTERNS = ("**/*.mdx", "**/*.mdl")
-
-
-def split_source(source: str | os.PathLike) -> tuple[Path, str] | None:
-    """(archive path, entry name) of an `ARCHIVE:ENTRY` source, or None for a plain path."""
-    text = os.fspath(source)
-    m = _SOURCE.match(text)
-    if m is None or Path(text).exists():
-        return None
-    return Path(m.group(1)), m.group(2)
 
 
 def source_name(archive: str | os.PathLike, entry: str) -> str:
@@ -53,26 +34,6 @@ def read_source(source: str | os.PathLike, listfile=None) -> bytes:
         raise FormatError(e.archive, "archive", None, e.problem) from e
     except OSError as e:
         raise FormatError(os.fspath(source), "", None, f"cannot read file: {e.strerror or e}") from e
-
-
-def load_model_source(source: str | os.PathLike, strict: bool = False, listfile=None, **options):
-    """Load a model from a file path or an `ARCHIVE:ENTRY` source into the neutral Model."""
-    split = split_source(source)
-    if split is None:
-        from renderer.formats import load_model
-
-        return load_model(source, strict=strict, **options)
-    archive, entry = split
-    ext = PurePosixPath(entry.replace("\\", "/")).suffix.lower()
-    name = source_name(archive, entry)
-    if ext not in READERS:
-        raise FormatError(name, "", 0, f"cannot load {ext or 'extensionless'} models from archives "
-                                       f"(known: {', '.join(sorted(READERS))})")
-    data = read_source(source, listfile)
-    module, fn = READERS[ext].split(":")
-    model = getattr(importlib.import_module(module), fn)(data, name, strict=strict, **options)
-    model.location = ModelLocation(archive=archive, entry=entry_name(entry), digest=hashlib.sha256(data).hexdigest())
-    return model
 
 
 def list_models(archive: str | os.PathLike, patterns=MODEL_PATTERNS, listfile=None) -> list[str]:

@@ -24,44 +24,12 @@ Rules:
 
 from __future__ import annotations
 
-import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from renderer.assets.paths import EXTENSIONS, SEPARATORS, WHERE, extension_variants, refusal
 from renderer.errors import Diagnostic
 
-EXTENSIONS = (".blp", ".dds", ".tga")
-WHERE = "texture path"
-_DRIVE = re.compile(r"^[A-Za-z]:")
-SEPARATORS = re.compile(r"[\\/]+")
-
-
-def refusal(path: str) -> str | None:
-    """Why `path` may not be looked up at all, or None when it may."""
-    if not path:
-        return "the path is empty"
-    if "\0" in path:
-        return "the path contains a NUL byte"
-    if path[:2] in ("\\\\", "//", "\\/", "/\\"):
-        return "UNC paths are refused"
-    if _DRIVE.match(path):
-        return "paths with a drive letter are refused"
-    if path[0] in "\\/":
-        return "absolute paths are refused"
-    for part in SEPARATORS.split(path):
-        if part != "." and part and not part.strip(". "):
-            return f"component {part!r} is a parent reference or only dots and spaces"
-        if ":" in part:
-            return f"component {part!r} contains ':' (drive or stream syntax)"
-    return None
-
-
-def extension_variants(name: str) -> list[str]:
-    """The file name with the named extension first, then the Reforged fallback extensions."""
-    suffix = PurePosixPath(name).suffix
-    if suffix.lower() not in EXTENSIONS:
-        return [name]
-    stem = name[: -len(suffix)]
-    return [name] + [stem + ext for ext in EXTENSIONS if ext != suffix.lower()]
+__all__ = ["EXTENSIONS", "SEPARATORS", "WHERE", "TextureResolver", "extension_variants", "refusal"]
 
 
 class TextureResolver:
@@ -71,6 +39,7 @@ class TextureResolver:
     use `AssetSearch.for_model`, which also records every lookup."""
 
     def __init__(self, asset_roots: list[Path], model_dir: Path):
+        # The search itself lives above this module (renderer.assets imports these path rules).
         from renderer.assets.search import AssetSearch, Base
         from renderer.assets.stores import FolderStore
 
