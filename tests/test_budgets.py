@@ -75,6 +75,25 @@ def test_a_frame_over_its_time_or_memory_budget_fails_alone(models, tmp_path, mo
     assert took < 60, f"the job took {took:.0f} s"
 
 
+def test_a_worker_stuck_where_no_signal_reaches_is_stopped_and_its_batch_fails(models, tmp_path, monkeypatch):
+    shutil.copy(models / "models" / "filter_modes.mdx", models / "models" / "stuck.mdx")
+    manifest = models / "stuck.toml"
+    manifest.write_text('name = "stuck"\nsize = "16x16"\ntimestamps = [0]\n'
+                        '[[models]]\npaths = ["models/crate.mdx", "models/stuck.mdx"]\n')
+    monkeypatch.setenv("FARM_RENDERER", "budget_renderer:factory")
+    monkeypatch.setenv("FARM_FRAME_TIME_LIMIT", "1")
+    monkeypatch.setenv("FARM_STALL_GRACE_S", "1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    t0 = time.monotonic()
+    job = run_job(manifest, out=tmp_path / "out", workers=2, broker="local", progress=False)
+    took = time.monotonic() - t0
+    status = {k.split("|")[0]: (t["status"], t["error"]) for k, t in job.traces.items()}
+    assert {s for m, (s, _) in status.items() if m == "models/crate.mdx"} == {"done"}
+    stuck = [(s, e) for m, (s, e) in status.items() if m == "models/stuck.mdx"]
+    assert stuck and all(s == "failed" and "died 3 times" in e for s, e in stuck), stuck
+    assert took < 90, f"{took:.0f} s"
+
+
 def test_plans_are_capped_before_they_are_built(models, monkeypatch):
     monkeypatch.setenv("FARM_MAX_FRAMES", "50")
     m = models / "every.toml"

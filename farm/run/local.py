@@ -91,7 +91,9 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
     stop = threading.Event()
 
     seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
-    stall_s = Budgets.from_env().frame_seconds * 2 + STALL_GRACE_S if Budgets.from_env().frame_seconds else 0
+    frame_s = Budgets.from_env().frame_seconds
+    grace = env_int("FARM_STALL_GRACE_S", STALL_GRACE_S)
+    stall_s = frame_s * 2 + grace if frame_s else 0
 
     def listen() -> None:
         while not stop.is_set():
@@ -142,7 +144,7 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
                 stuck = stalled()
                 if stuck and not done:
                     log.warning("batch(es) %s reported nothing for %d s (FARM_FRAME_TIME_LIMIT x 2 + %d s): stopping"
-                                " their worker processes", ", ".join(stuck), stall_s, STALL_GRACE_S)
+                                " their worker processes", ", ".join(stuck), stall_s, grace)
                     for b in stuck:
                         seen.pop(b, None)
                     for p in list(getattr(executor, "_processes", {}).values()):
