@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from renderer.formats import options
+from renderer import rules
 from renderer.model import Model, Node
 
 NODE_TYPE_BITS = (
@@ -10,9 +10,9 @@ NODE_TYPE_BITS = (
     (0x1000, "ParticleEmitter"), (0x2000, "CollisionShape"), (0x4000, "RibbonEmitter"),
 )
 NODE_FLAG_NAMES = (
-    (options.NODE_FLAG_DONT_INHERIT_TRANSLATION, "DontInheritTranslation"),
-    (options.NODE_FLAG_DONT_INHERIT_ROTATION, "DontInheritRotation"),
-    (options.NODE_FLAG_DONT_INHERIT_SCALING, "DontInheritScaling"),
+    (rules.NODE_FLAG_DONT_INHERIT_TRANSLATION, "DontInheritTranslation"),
+    (rules.NODE_FLAG_DONT_INHERIT_ROTATION, "DontInheritRotation"),
+    (rules.NODE_FLAG_DONT_INHERIT_SCALING, "DontInheritScaling"),
     (0x8, "Billboarded"), (0x10, "BillboardedLockX"), (0x20, "BillboardedLockY"), (0x40, "BillboardedLockZ"),
     (0x80, "CameraAnchored"),
 )
@@ -69,7 +69,7 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
         "materials": [
             {"index": i, "priority_plane": mat.priority_plane, "flags": mat.flags, "shader": str(mat.shader),
              "layers": [
-                 {"filter_mode": _filter_name(options.LAYER_FILTER_MODES, ly.filter_mode),
+                 {"filter_mode": _filter_name(rules.LAYER_FILTER_MODES, ly.filter_mode),
                   "texture_id": ly.texture_id, "coord_id": ly.coord_id, "alpha": ly.alpha,
                   "flags": flag_names(ly.shading_flags, LAYER_FLAG_NAMES),
                   "texture_slots": [[s.texture_id, s.slot] for s in ly.textures],
@@ -91,7 +91,7 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
         ],
         "particle_emitters2": [
             {"name": str(e.name), "object_id": e.object_id,
-             "filter_mode": _filter_name(options.PRE2_FILTER_MODES, e.filter_mode),
+             "filter_mode": _filter_name(rules.PRE2_FILTER_MODES, e.filter_mode),
              "head_or_tail": HEAD_OR_TAIL[e.head_or_tail] if 0 <= e.head_or_tail < 3 else f"Invalid({e.head_or_tail})",
              "rows": e.rows, "columns": e.columns, "texture_id": e.texture_id,
              "replaceable_id": e.replaceable_id, "squirt": bool(e.squirt), "tracks": list(e.tracks)}

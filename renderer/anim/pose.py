@@ -15,7 +15,7 @@ Per-frame values and their rules
   has none); visible when > VISIBILITY_THRESHOLD (0), as the viewer tests it.
 * geoset_alpha, geoset_color (RGB), geoset_visible: from the geoset's GEOA (the last GEOA naming the
   geoset, as the viewer assigns them); KGAO over the static alpha, KGAC over the static colour. GEOA
-  colours (static and KGAC) are stored B, G, R (`formats.options.GEOA_COLOR_BGR`) and are returned
+  colours (static and KGAC) are stored B, G, R (`rules.GEOA_COLOR_BGR`) and are returned
   as R, G, B. The colour applies whatever the GEOA flags say (as the viewer does). A geoset is hidden
   when its alpha <= GEOSET_HIDDEN_ALPHA (0.01). Without a GEOA: alpha 1, colour (1, 1, 1).
 * layers, flattened in material order (`layer_index[(material, layer)]`): layer_alpha (KMTA over
@@ -48,7 +48,6 @@ from renderer.anim import quat
 from renderer.anim.skeleton import Skeleton
 from renderer.anim.skinning import GeosetSkin, PaletteBuilder, geoset_skin
 from renderer.anim.tracks import Clock, TrackBank, make_clock
-from renderer.formats.options import GEOA_COLOR_BGR
 from renderer.model import (
     Attachment,
     Light,
@@ -59,6 +58,7 @@ from renderer.model import (
     RibbonEmitter,
     Sequence,
 )
+from renderer.rules import GEOA_COLOR_BGR
 
 GEOSET_HIDDEN_ALPHA = 0.01  # a geoset whose alpha is <= this is not drawn (viewer)
 VISIBILITY_THRESHOLD = 0.0  # nodes (attachments, emitters, lights) show when visibility > this

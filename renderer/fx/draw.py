@@ -31,9 +31,9 @@ import numpy as np
 
 from renderer import blending
 from renderer.errors import Diagnostic
-from renderer.formats.options import PREM_TGA_HALF_SIZE
 from renderer.fx import pre2
 from renderer.model import Model, Texture
+from renderer.rules import PREM_TGA_HALF_SIZE
 
 
 def shade_factor() -> float:

@@ -19,7 +19,7 @@ Every other shader class, and any shader tag that is missing, unreadable or has 
 flat colour (`flat_color`) and a diagnostic; a shader that could not be read is drawn opaque
 (filter mode 0, no layer flags).
 
-Layer filter modes (renderer.formats.options.LAYER_FILTER_MODES):
+Layer filter modes (renderer.rules.LAYER_FILTER_MODES):
 
 | Halo | filter mode |
 |---|---|
