@@ -1,7 +1,12 @@
 """Every rule where the public sources disagree or a renderer must choose, decided once and named here.
 
-See ../shared/docs/mdx-format.md section 2.11. Each constant names our choice; tests pin them.
+See ../shared/docs/mdx-format.md section 2.11 for the format rules. Each constant names our choice;
+tests pin them. Rules that change pixels and can be chosen per frame (lighting) are named, and the
+frame's trace records the one that drew it (renderer/frame.py).
 """
+
+import math
+from dataclasses import dataclass
 
 # Node flags 0x2 / 0x4. We follow the GhostWolf specification, HiveWE and war3-model:
 # 0x2 = DontInheritRotation, 0x4 = DontInheritScaling (the viewer and RMS swap them).
@@ -67,3 +72,65 @@ PRE2_DIRECTION = "viewer"
 # half-size (model units, times the emitter node's scale), white, blended as PRE2 Blend.
 PREM_ANGLES = "radians"
 PREM_TGA_HALF_SIZE = 8.0
+
+# ---- Lighting (renderer/gl/model_program.py, renderer/scene.py, renderer/fx/draw.py) ------------
+# The light factor that multiplies the RGB of a shaded (not Unshaded) layer:
+#     factor = min(ambient + diffuse x clamp(N . L, 0, 1), 1)
+# N: the skinned vertex normal (interpolated); L: towards `vector` when `point` (a point light at
+# `vector` in model space, so L varies across the model), else `vector` normalised (a directional
+# light). `flip_back_faces`: a back-facing fragment uses -N.
+#
+# "viewer" (default, DESIGN.md "Conventions"): mdx-m3-viewer's SD shader, clamp(clamp(N.L, 0, 1) +
+#   0.7, 0, 1) with its light at (0, 0, 10000), no flip; frames compare with what modellers see.
+# "farm-v0": this farm's first rule, min(0.4 + 0.75 max(N.L, 0), 1) with the fixed direction
+#   (0.3, -0.4, 0.866) and back faces lit through the flipped normal (opt-in, for old goldens).
+#
+# Neither is the game's: Warcraft III lights units and doodads from the map tileset's day/night
+# models (Environment\DNC\DNC<Tileset>\DNC<Tileset>Unit and ...Terrain): an animated directional
+# Light node whose colour, intensity and ambient colour/intensity follow the time of day (a 24 h
+# sequence), plus fog. That depends on the map and the clock, which a model frame does not have.
+@dataclass(frozen=True)
+class LightingRule:
+    name: str
+    point: bool
+    vector: tuple
+    ambient: float
+    diffuse: float
+    flip_back_faces: bool
+
+    def to_light(self, position=(0.0, 0.0, 0.0)) -> tuple:
+        """The unit vector L at a model-space position."""
+        v = [a - b for a, b in zip(self.vector, position, strict=True)] if self.point else list(self.vector)
+        n = math.sqrt(sum(x * x for x in v)) or 1.0
+        return tuple(x / n for x in v)
+
+    def factor(self, normal, position=(0.0, 0.0, 0.0), front: bool = True) -> float:
+        """The light factor for a unit normal at a position (what the shader computes)."""
+        n = normal if front or not self.flip_back_faces else [-x for x in normal]
+        d = sum(a * b for a, b in zip(n, self.to_light(position), strict=True))
+        return min(self.ambient + self.diffuse * min(max(d, 0.0), 1.0), 1.0)
+
+    def describe(self) -> str:
+        """The rule as the trace records it: its name and every number that decides pixels."""
+        where = "point" if self.point else "direction"
+        v = ",".join(f"{x:g}" for x in self.vector)
+        return (f"{self.name}: min({self.ambient:g} + {self.diffuse:g} clamp(N.L, 0, 1), 1), L {where} ({v}) "
+                f"model space, back faces {'flipped' if self.flip_back_faces else 'not flipped'}")
+
+
+LIGHTING_VIEWER = LightingRule("viewer", True, (0.0, 0.0, 10000.0), 0.7, 1.0, False)
+LIGHTING_FARM_V0 = LightingRule("farm-v0", False, (0.3, -0.4, 0.866), 0.4, 0.75, True)
+LIGHTING_RULES = {r.name: r for r in (LIGHTING_VIEWER, LIGHTING_FARM_V0)}
+DEFAULT_LIGHTING = LIGHTING_VIEWER.name
+
+
+def lighting_rule(name: str) -> LightingRule:
+    """The rule named `name`; ValueError naming the known rules otherwise."""
+    try:
+        return LIGHTING_RULES[name]
+    except KeyError:
+        raise ValueError(f"lighting must be one of {sorted(LIGHTING_RULES)}, got {name!r}") from None
+
+# ---- The render rules a frame's trace records (renderer/frame.py) ------------------------------
+# One versioned line naming every fixed rule above that decides pixels and is not per frame.
+RENDER_RULE = "render-v2"

@@ -15,6 +15,7 @@ from renderer import blending
 from renderer.errors import Diagnostic
 from renderer.gl.state import apply_state
 from renderer.model import Material, Model
+from renderer.rules import DEFAULT_LIGHTING, lighting_rule
 
 HD_SHADER = "Shader_HD_DefaultUnit"
 
@@ -109,7 +110,7 @@ def upload_palettes(pose, palette) -> list[int]:
     return offsets
 
 
-def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> None:
+def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lighting: str = DEFAULT_LIGHTING) -> None:
     from OpenGL import GL
 
     model = gpu.model
@@ -117,12 +118,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
     GL.glUseProgram(program.program)
     GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(camera.view(), np.float32))
     GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, np.asarray(camera.projection(aspect), np.float32))
-    from renderer.gl.model_program import AMBIENT, LIGHT_COLOR, LIGHT_DIRECTION
-
-    light = np.asarray(LIGHT_DIRECTION, np.float64)
-    GL.glUniform3f(loc["u_light_direction"], *(light / np.linalg.norm(light)))
-    GL.glUniform3f(loc["u_light_color"], *LIGHT_COLOR)
-    GL.glUniform3f(loc["u_ambient"], *AMBIENT)
+    program.set_lighting(lighting_rule(lighting))
     GL.glUniform1i(loc["u_texture"], 0)
     GL.glUniform1i(loc["u_palette"], 1)
 

@@ -5,15 +5,11 @@ of affine matrices (3 RGBA32F texels each: the matrix's first three rows). Posit
 are transformed by the weighted sum of the matrices; the normal is renormalised. A vertex whose
 weights sum to 0 is left in its bind position.
 
-Lighting (documented default light): one directional light from `LIGHT_DIRECTION` (towards the
-light, world space) with colour `LIGHT_COLOR`, plus `AMBIENT`; Unshaded layers skip it. Fog is off.
+Lighting: the frame's named `renderer.rules.LightingRule` (point or directional light, ambient,
+diffuse, back-face flip), set by `set_lighting`; Unshaded layers skip it. Fog is off.
 """
 
 from __future__ import annotations
-
-LIGHT_DIRECTION = (0.3, -0.4, 0.866)
-LIGHT_COLOR = (0.75, 0.75, 0.75)
-AMBIENT = (0.4, 0.4, 0.4)
 
 VERTEX = """
 #version 330 core
@@ -68,26 +64,31 @@ FRAGMENT = """
 #version 330 core
 in vec3 v_normal;
 in vec2 v_uv;
+in vec3 v_world;
 
 uniform sampler2D u_texture;
 uniform vec4 u_color;
 uniform float u_alpha_test;
 uniform int u_opaque;
 uniform int u_unshaded;
-uniform vec3 u_light_direction;
-uniform vec3 u_light_color;
-uniform vec3 u_ambient;
+uniform vec3 u_light_vector;  // a model-space point (u_light_point != 0) or a unit direction
+uniform int u_light_point;
+uniform float u_ambient;
+uniform float u_diffuse;
+uniform int u_flip_back;
 
 out vec4 frag;
+
+float light_factor(vec3 n) {
+    vec3 l = u_light_point != 0 ? normalize(u_light_vector - v_world) : u_light_vector;
+    if (u_flip_back != 0 && !gl_FrontFacing) n = -n;
+    return min(u_ambient + u_diffuse * clamp(dot(n, l), 0.0, 1.0), 1.0);
+}
 
 void main() {
     vec4 c = texture(u_texture, v_uv) * u_color;
     if (c.a < u_alpha_test) discard;
-    if (u_unshaded == 0) {
-        vec3 n = gl_FrontFacing ? v_normal : -v_normal;
-        float d = max(dot(n, u_light_direction), 0.0);
-        c.rgb *= min(u_ambient + u_light_color * d, vec3(1.0));
-    }
+    if (u_unshaded == 0) c.rgb *= light_factor(v_normal);
     if (u_opaque != 0) c.a = 1.0;
     frag = c;
 }
@@ -95,7 +96,8 @@ void main() {
 
 UNIFORMS = (
     "u_palette", "u_palette_offset", "u_view", "u_projection", "u_uv_matrix", "u_sphere_env", "u_texture",
-    "u_color", "u_alpha_test", "u_opaque", "u_unshaded", "u_light_direction", "u_light_color", "u_ambient",
+    "u_color", "u_alpha_test", "u_opaque", "u_unshaded", "u_light_vector", "u_light_point", "u_ambient", "u_diffuse",
+    "u_flip_back",
 )
 
 
@@ -109,6 +111,17 @@ class ModelProgram:
 
         self.program = build_program(VERTEX, FRAGMENT, label="model")
         self.loc = {name: GL.glGetUniformLocation(self.program, name) for name in UNIFORMS}
+
+    def set_lighting(self, rule) -> None:
+        """Load a `renderer.rules.LightingRule` into the (bound) program's uniforms."""
+        from OpenGL import GL
+
+        vector = rule.vector if rule.point else rule.to_light()
+        GL.glUniform3f(self.loc["u_light_vector"], *vector)
+        GL.glUniform1i(self.loc["u_light_point"], 1 if rule.point else 0)
+        GL.glUniform1f(self.loc["u_ambient"], rule.ambient)
+        GL.glUniform1f(self.loc["u_diffuse"], rule.diffuse)
+        GL.glUniform1i(self.loc["u_flip_back"], 1 if rule.flip_back_faces else 0)
 
     def delete(self) -> None:
         from OpenGL import GL
