@@ -29,11 +29,13 @@ FRESNEL_IN_V900 = "auto"
 PRE2_FILTER_MODES = ("Blend", "Additive", "Modulate", "Modulate2x", "AlphaKey")
 PRE2_INVALID_FILTER_MODE = 0
 
-# Colour component order. MDX stores GEOA colours (static and KGAC) as B, G, R; PRE2 segment
-# colours and RIBB colours as R, G, B (what the game shows). The model keeps the bytes' order; the
-# renderer applies the swizzle. MDL text writes colours in the same component order as the MDX
-# bytes, so conversion never reorders anything.
-GEOA_COLOR_BGR = True
+# Colour component order. MDX stores the GEOA static colour as R, G, B and KGAC track values as
+# B, G, R (the net rule of the viewer, which swizzles the static colour into its BGR track order,
+# and of HiveWE); PRE2 segment colours and RIBB colours are R, G, B (what the game shows). The model
+# keeps the bytes' order; the renderer applies the swizzle (renderer/anim/pose.py). MDL text writes
+# colours in the same component order as the MDX bytes, so conversion never reorders anything.
+GEOA_STATIC_COLOR_BGR = False
+GEOA_TRACK_COLOR_BGR = True
 
 # Layer filter modes (material layers).
 LAYER_FILTER_MODES = ("None", "Transparent", "Blend", "Additive", "AddAlpha", "Modulate", "Modulate2x")

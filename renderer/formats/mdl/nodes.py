@@ -35,7 +35,7 @@ properties, by block:
     Camera "name" { Position { .. }, Translation (KCTR), Rotation (KCRL, roll), FieldOfView,
         FarClip, NearClip, Target { Position { .. }, Translation (KTTR) } }
 
-Colours are written in the component order of the MDX bytes (rules.GEOA_COLOR_BGR).
+Colours are written in the component order of the MDX bytes (see rules.GEOA_STATIC_COLOR_BGR).
 """
 
 from __future__ import annotations
