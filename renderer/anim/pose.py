@@ -14,10 +14,11 @@ Per-frame values and their rules
 * node_visibility (N,): KATV / KLAV / KPEV / KP2V / KRVS / KPPV of the node's record (1 when the node
   has none); visible when > VISIBILITY_THRESHOLD (0), as the viewer tests it.
 * geoset_alpha, geoset_color (RGB), geoset_visible: from the geoset's GEOA (the last GEOA naming the
-  geoset, as the viewer assigns them); KGAO over the static alpha, KGAC over the static colour. The GEOA
-  static colour is stored R, G, B and KGAC values B, G, R (`rules.GEOA_STATIC_COLOR_BGR`,
-  `rules.GEOA_TRACK_COLOR_BGR`); both are returned as R, G, B. The colour applies whatever the GEOA flags say (as the viewer does). A geoset is hidden
-  when its alpha <= GEOSET_HIDDEN_ALPHA (0.01). Without a GEOA: alpha 1, colour (1, 1, 1).
+  geoset, as the viewer assigns them); KGAO over the static alpha, KGAC over the static colour. The
+  GEOA static colour is stored R, G, B and KGAC values B, G, R (`rules.GEOA_STATIC_COLOR_BGR`,
+  `rules.GEOA_TRACK_COLOR_BGR`); both are returned as R, G, B. The colour applies whatever the GEOA
+  flags say (as the viewer does). A geoset is hidden when its alpha <= GEOSET_HIDDEN_ALPHA (0.01).
+  Without a GEOA: alpha 1, colour (1, 1, 1).
 * layers, flattened in material order (`layer_index[(material, layer)]`): layer_alpha (KMTA over
   the static alpha), layer_emissive_gain (KMTE over the static gain), layer_texture_id (KMTF over
   the static texture id; an integer track, never interpolated). Reforged per-slot textures
