@@ -133,6 +133,16 @@ def lighting_rule(name: str) -> LightingRule:
     except KeyError:
         raise ValueError(f"lighting must be one of {sorted(LIGHTING_RULES)}, got {name!r}") from None
 
+# ---- Texture mip levels (renderer/formats/textures/mips.py applies it, renderer/gl uploads) ----
+# "stored": BLP and DDS files upload their own stored levels (to the last stored one) when they
+# have more than one; a BLP with one level, with "fake" levels (two slots sharing an offset) or a
+# side that is not a power of two, and a DDS with one level, are drawn without mipmapping (linear
+# minification), as the viewer does; no diagnostic. Files that store no levels (TGA, PNG), Halo
+# bitmaps (top level decoded) and team colours get GPU-generated mipmaps (the viewer does the same
+# for image files).
+TEXTURE_MIPMAPS = "stored"
+
 # ---- The render rules a frame's trace records (renderer/frame.py) ------------------------------
 # One versioned line naming every fixed rule above that decides pixels and is not per frame.
-RENDER_RULE = "render-v2"
+RENDER_RULE = (f"render-v2: mipmaps {TEXTURE_MIPMAPS}; GEOA static {'BGR' if GEOA_STATIC_COLOR_BGR else 'RGB'}, "
+               f"KGAC {'BGR' if GEOA_TRACK_COLOR_BGR else 'RGB'}")

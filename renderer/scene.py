@@ -25,7 +25,7 @@ class ModelGPU:
 
     def __init__(self, model: Model, assets, team: int, missing: str):
         from renderer.anim import Animator
-        from renderer.gl.resources import GeosetBuffers, upload_texture
+        from renderer.gl.resources import GeosetBuffers, upload_loaded, upload_texture
         from renderer.texture_set import load_textures
 
         self.model = model
@@ -41,7 +41,7 @@ class ModelGPU:
                                               skin.bone_weights, g.uv_sets, tris))
         texset = load_textures(model, list(assets), team, missing)
         self.diagnostics.extend(texset.diagnostics)
-        self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing") for t in texset.textures]
+        self.textures = [upload_loaded(t) for t in texset.textures]
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
         self.order = draw_order(model)
         self.effects = None  # renderer.fx.draw.EffectResources: particle textures, PREM child models

@@ -47,6 +47,8 @@ class LoadedTexture:
     wrap_s: bool
     wrap_t: bool
     source: str  # file path, "team-color:N", "team-glow:N", "missing", ...
+    mipmaps: str = "generate"  # renderer.formats.textures.mips: generate | stored | none
+    levels: tuple = ()  # the stored levels 1.. when mipmaps == "stored"
 
 
 @dataclass
@@ -56,16 +58,17 @@ class TextureSet:
 
 
 @lru_cache(maxsize=256)
-def _decode_file(path: str, mtime_ns: int, size: int) -> np.ndarray:
-    from renderer.formats.textures import decode_texture
+def _decode_file(path: str, mtime_ns: int, size: int):
+    from renderer.formats.textures import decode_texture_chain
 
-    data = Path(path).read_bytes()
-    img = decode_texture(data, path)
-    img.setflags(write=False)
-    return img
+    chain = decode_texture_chain(Path(path).read_bytes(), path)
+    for img in chain.levels:
+        img.setflags(write=False)
+    return chain
 
 
-def decode_file(path: Path) -> np.ndarray:
+def decode_file(path: Path):
+    """The file's `MipChain` (cached; its arrays are read-only)."""
     st = path.stat()
     return _decode_file(str(path), st.st_mtime_ns, st.st_size)
 
@@ -110,11 +113,11 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
             out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
             continue
         try:
-            rgba = decode_file(found)
+            chain = decode_file(found)
         except (FormatError, OSError) as e:
             msg = e.sentence() if isinstance(e, FormatError) else str(e)
             out.diagnostics.append(Diagnostic(where, None, f"cannot decode {path!r}: {msg}; drawing a placeholder"))
             out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
             continue
-        out.textures.append(LoadedTexture(rgba, wrap_s, wrap_t, str(found)))
+        out.textures.append(LoadedTexture(chain.top, wrap_s, wrap_t, str(found), chain.mode, chain.levels[1:]))
     return out

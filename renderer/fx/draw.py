@@ -60,7 +60,7 @@ class EffectResources:
     def _load(self, key, texture: Texture, where: str) -> int:
         tex = self._textures.get(key)
         if tex is None:
-            from renderer.gl.resources import upload_texture
+            from renderer.gl.resources import upload_loaded
             from renderer.texture_set import load_textures
 
             holder = Model(textures=[texture], path=self.model.path)
@@ -68,7 +68,7 @@ class EffectResources:
             for d in loaded.diagnostics:
                 self.gpu.diagnostics.append(Diagnostic(where, d.offset, d.message))
             t = loaded.textures[0]
-            tex = upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing")
+            tex = upload_loaded(t)
             self._textures[key] = tex
         return tex
 
