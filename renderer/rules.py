@@ -142,7 +142,48 @@ def lighting_rule(name: str) -> LightingRule:
 # for image files).
 TEXTURE_MIPMAPS = "stored"
 
+# ---- Reforged HD materials (renderer/hd.py picks the slots, renderer/gl/model_program.py shades) --
+# A material is HD when its shader is "Shader_HD_DefaultUnit" (900 / 1000: layers 0..5 are the six
+# slots, the first layer's filter mode and flags decide blending) or, from 1100, per layer with
+# shaderTypeId 1 (its texture slots 0..5). Slots, in order:
+HD_SLOTS = ("diffuse", "normal", "orm", "emissive", "team_color", "environment")
+# A slot with no texture, or whose texture is missing, binds this RGBA constant instead (the diffuse
+# slot keeps the frame's missing-texture placeholder, so a missing diffuse is still noticed):
+# a flat normal, ORM = (occlusion 1, roughness 1, metallic 0, team mask 0), emissive black (adds
+# nothing, like the game's Textures\Black32.blp), team colour white, environment mid grey.
+HD_NEUTRAL = {
+    "normal": (128, 128, 255, 255), "orm": (255, 255, 0, 0), "emissive": (0, 0, 0, 255),
+    "team_color": (255, 255, 255, 255), "environment": (128, 128, 128, 255),
+}
+# The shading, per fragment (N, T from the skinned normal and TANG tangent, B = cross(N, T) * w):
+# * normal: n = (2 x.r - 1, 2 x.g - 1, sqrt(1 - r^2 - g^2)) in tangent space (the map's blue is not
+#   read), N' = normalize(T n.x + B n.y + N n.z).
+# * albedo = diffuse.rgb x geoset colour; team: albedo = mix(albedo, albedo x team.rgb, ORM.a).
+# * diffuse light: albedo x the frame's lighting rule evaluated with N' x ORM.r (occlusion).
+# * specular (ORM.g roughness r, ORM.b metallic m): Cook-Torrance GGX, alpha = r^2, Schlick Fresnel
+#   with F0 = mix(0.04, albedo, m), Smith-Schlick geometry k = (r + 1)^2 / 8, light colour 1, L as
+#   the lighting rule's, V towards the camera; added.
+# * environment: env.rgb at the reflection of -V about N' (equirectangular: u = atan(y, x) / 2pi +
+#   0.5, v = acos(z) / pi), times Schlick(N'.V, F0) x (1 - r); added.
+# * emissive: emissive.rgb x the layer's emissive gain (KMTE); added. Unshaded layers skip the
+#   lighting, specular and environment terms (albedo + emissive).
+# Where the references disagree and what we chose (viewer = mdx-m3-viewer's hd.frag/hd.vert,
+# HiveWE = skinned_mesh_hd.frag; Retera's Model Studio was not checked for this rule):
+# * Lighting: the viewer and HiveWE both use clamp(N'.L + 0.1, 0, 1) (no ambient term); we keep the
+#   frame's lighting rule, so SD and HD parts of one frame are lit alike.
+# * Team colour: the viewer multiplies by team x ORM.a wherever ORM.a > 0.1 (darkening texels at the
+#   mask's edge); HiveWE mixes towards albedo x team-texture.r x team colour by ORM.a; we mix by
+#   ORM.a towards albedo x the team-colour slot's texture (the frame's team colour).
+# * Specular: neither computes one; we add the GGX term above from ORM roughness / metallic, and
+#   ORM occlusion darkens the diffuse term (neither reads ORM.r).
+# * Environment: the current viewer and HiveWE do not sample it (an older viewer version samples it
+#   by the normal); we sample it by the reflection vector, only when the texture was found.
+# * Emissive: all add emissive.rgb; we also scale it by the layer's emissive gain.
+# * Tangents: both use TANG; without TANG we generate tangents from the UVs (renderer/tangents.py).
+HD_TANGENTS = "tang, else generated from uv set 0"
+
 # ---- The render rules a frame's trace records (renderer/frame.py) ------------------------------
 # One versioned line naming every fixed rule above that decides pixels and is not per frame.
 RENDER_RULE = (f"render-v2: mipmaps {TEXTURE_MIPMAPS}; GEOA static {'BGR' if GEOA_STATIC_COLOR_BGR else 'RGB'}, "
-               f"KGAC {'BGR' if GEOA_TRACK_COLOR_BGR else 'RGB'}")
+               f"KGAC {'BGR' if GEOA_TRACK_COLOR_BGR else 'RGB'}; HD slots {'/'.join(HD_SLOTS)}, GGX specular, "
+               f"tangents {HD_TANGENTS}")

@@ -11,9 +11,11 @@ STRIDE_FLOATS = 14
 
 
 class GeosetBuffers:
-    __slots__ = ("vao", "vbo", "uvbo", "ebo", "count", "nverts", "nsets")
+    """`tangents` (n, 4), for HD materials, go to attribute 5 (absent: (0, 0, 0, 1))."""
 
-    def __init__(self, positions, normals, bones, weights, uv_sets, triangles):
+    __slots__ = ("vao", "vbo", "uvbo", "ebo", "tbo", "count", "nverts", "nsets")
+
+    def __init__(self, positions, normals, bones, weights, uv_sets, triangles, tangents=None):
         from OpenGL import GL
 
         n = len(positions)
@@ -39,6 +41,14 @@ class GeosetBuffers:
         GL.glBufferData(GL.GL_ARRAY_BUFFER, uvs.nbytes, np.ascontiguousarray(uvs), GL.GL_STATIC_DRAW)
         GL.glEnableVertexAttribArray(4)
         GL.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(0))
+        self.tbo = 0
+        if tangents is not None:
+            tan = np.ascontiguousarray(np.asarray(tangents, np.float32).reshape(n, 4))
+            self.tbo = int(GL.glGenBuffers(1))
+            GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.tbo)
+            GL.glBufferData(GL.GL_ARRAY_BUFFER, tan.nbytes, tan, GL.GL_STATIC_DRAW)
+            GL.glEnableVertexAttribArray(5)
+            GL.glVertexAttribPointer(5, 4, GL.GL_FLOAT, GL.GL_FALSE, 16, ctypes.c_void_p(0))
         GL.glBindBuffer(GL.GL_ELEMENT_ARRAY_BUFFER, self.ebo)
         GL.glBufferData(GL.GL_ELEMENT_ARRAY_BUFFER, max(idx.nbytes, 4), idx if len(idx) else np.zeros(1, np.uint32),
                         GL.GL_STATIC_DRAW)
@@ -63,6 +73,8 @@ class GeosetBuffers:
 
         GL.glDeleteVertexArrays(1, [self.vao])
         GL.glDeleteBuffers(3, [self.vbo, self.uvbo, self.ebo])
+        if self.tbo:
+            GL.glDeleteBuffers(1, [self.tbo])
 
 
 def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool, smooth: bool = True, mipmaps: str = "generate",
