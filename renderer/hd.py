@@ -49,3 +49,33 @@ def slot_textures(model: Model, pose, material_id: int, layer_index: int) -> lis
     if out[0] == NO_TEXTURE:
         out[0] = int(pose.layer_texture_id[flat])
     return out
+
+
+def static_slot_textures(model: Model, material_id: int, layer_index: int) -> list[int]:
+    """Like `slot_textures`, from the records' static texture ids (no pose): what `farm inspect` shows."""
+    out = [NO_TEXTURE] * len(HD_SLOTS)
+    mat = model.materials[material_id]
+    if is_hd_material(mat):
+        for k in range(min(len(mat.layers), len(HD_SLOTS))):
+            out[k] = int(mat.layers[k].texture_id)
+        return out
+    layer = mat.layers[layer_index]
+    for s in layer.textures:
+        if 0 <= s.slot < len(HD_SLOTS) and out[s.slot] == NO_TEXTURE:
+            out[s.slot] = int(s.texture_id)
+    if out[0] == NO_TEXTURE:
+        out[0] = int(layer.texture_id)
+    return out
+
+
+def hd_slot_table(model: Model, material_id: int) -> list[dict]:
+    """Per HD layer drawn of a material: {"layer": index, slot name: texture id or None, ...}."""
+    mat = model.materials[material_id]
+    rows = []
+    for li in drawn_layers(model, mat):
+        if not is_hd_layer(model, mat, li):
+            continue
+        ids = static_slot_textures(model, material_id, li)
+        rows.append({"layer": li, **{slot: (None if t == NO_TEXTURE else t) for slot, t in zip(HD_SLOTS, ids,
+                                                                                             strict=True)}})
+    return rows

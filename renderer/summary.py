@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from renderer import rules
+from renderer import hd, rules
 from renderer.model import Model, Node
 
 NODE_TYPE_BITS = (
@@ -75,7 +75,8 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
                   "texture_slots": [[s.texture_id, s.slot] for s in ly.textures],
                   "tracks": list(ly.tracks)}
                  for ly in mat.layers
-             ]}
+             ],
+             "hd_slots": hd.hd_slot_table(m, i)}
             for i, mat in enumerate(m.materials)
         ],
         "geosets": [
@@ -115,6 +116,16 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
     return out
 
 
+def _texture_label(s: dict, tid) -> str:
+    """'none', or the texture's index and its path (or replaceable id)."""
+    if tid is None:
+        return "none"
+    if not 0 <= tid < len(s["textures"]):
+        return f"{tid} (out of range)"
+    t = s["textures"][tid]
+    return f"{tid} {t['path']!r}" if t["path"] else f"{tid} replaceable {t['replaceable_id']}"
+
+
 def format_text(s: dict) -> str:
     """The human-readable form of `summarize`'s dict."""
     lines = [f"{s['path']}: {s['format']} version {s['version']}, model {s['name']!r}"]
@@ -139,6 +150,9 @@ def format_text(s: dict) -> str:
             slots = f" slots {ly['texture_slots']}" if ly["texture_slots"] else ""
             lines.append(f"      layer {j}: {ly['filter_mode']} texture {ly['texture_id']} uv {ly['coord_id']} "
                          f"alpha {ly['alpha']:g}{slots} {extra}".rstrip())
+        for row in mat.get("hd_slots", []):
+            named = ", ".join(f"{k} {_texture_label(s, row[k])}" for k in rules.HD_SLOTS)
+            lines.append(f"      HD layer {row['layer']}: {named}")
     lines.append(f"geosets ({len(s['geosets'])}):")
     for g in s["geosets"]:
         skin = " SKIN" if g["skin"] else f" {g['matrix_groups']} matrix groups"

@@ -171,3 +171,15 @@ def test_a_found_environment_is_reflected(tmp_path):
     neutral = check(tmp_path, smooth)  # not found: the neutral grey constant
     found = check(tmp_path, {**smooth, "environment": blue}, env_found=lambda refl: np.array([0, 0, 1.0]))
     assert found[2] > neutral[2] + 40 and found[0] < neutral[0] - 40
+
+
+@pytest.mark.parametrize("version", [1000, 1100])
+def test_inspect_shows_the_hd_slots(tmp_path, version):
+    from renderer.summary import format_text, summarize
+
+    m = hd_model(tmp_path, {"diffuse": GREY, "team_color": "team"}, version=version)
+    s = summarize(m)
+    assert s["materials"][0]["hd_slots"] == [{"layer": 0, **{slot: k for k, slot in enumerate(HD_SLOTS)}}]
+    text = format_text(s)
+    assert "HD layer 0: diffuse 0 'hd_diffuse.tga', normal 1 'missing_normal.tga'" in text
+    assert "team_color 4 replaceable 1" in text
