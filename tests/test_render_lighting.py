@@ -7,7 +7,14 @@ import pytest
 from render_util import layer, quad, render, solid, write_model
 
 from renderer.frame import FrameSpec
-from renderer.rules import DEFAULT_LIGHTING, LIGHTING_FARM_V0, LIGHTING_RULES, LIGHTING_VIEWER, lighting_rule
+from renderer.rules import (
+    DEFAULT_LIGHTING,
+    LIGHTING_FARM_V0,
+    LIGHTING_RULES,
+    LIGHTING_VIEWER,
+    RENDER_RULE,
+    lighting_rule,
+)
 
 WHITE = solid((255, 255, 255, 255))
 TILTED = (0.9798, 0.0, 0.2)  # a unit normal with N . (0, 0, 1) = 0.2
@@ -31,6 +38,7 @@ def test_the_viewer_rule_is_the_default_and_named_in_the_trace(tmp_path):
     assert DEFAULT_LIGHTING == "viewer" and FrameSpec().lighting == "viewer"
     f = render(lit_quad(tmp_path, TILTED))
     assert f.trace["lighting"] == LIGHTING_VIEWER.describe()
+    assert f.trace["render_rule"] == RENDER_RULE
     assert f.trace["lighting"].startswith("viewer: min(0.7 + 1 clamp(N.L, 0, 1), 1), L point (0,0,10000)")
     g = render(lit_quad(tmp_path, TILTED), lighting="farm-v0")
     assert g.trace["lighting"].startswith("farm-v0: min(0.4 + 0.75 clamp(N.L, 0, 1), 1), L direction")
