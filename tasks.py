@@ -1,9 +1,9 @@
-"""Celery entry point: `celery -A tasks worker --pool prefork` (run from the repository root).
+"""Celery entry point from the repository root: `celery -A tasks worker --pool prefork`.
 
-Importing this module configures the app from FARM_* variables (see farm.celery_app) and loads
-no GL: each pool process creates its own context in ``worker_process_init``.
+The app is farm.celery (`celery -A farm.celery worker` works anywhere the package is installed);
+this file only lets the shorter name work in a checkout. It is not installed by the wheel.
 """
 
-from farm.celery_app import app, render_batch_task
+from farm.celery import app, nightly_task, render_batch_task
 
-__all__ = ["app", "render_batch_task"]
+__all__ = ["app", "nightly_task", "render_batch_task"]

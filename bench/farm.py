@@ -54,7 +54,7 @@ def write_job(root: Path, size: int, every: int) -> tuple[Path, Path]:
 
 
 def timed_run(manifest: Path, out: Path, **kw) -> tuple[float, int]:
-    from farm.jobs import run_job
+    from farm.run.jobs import run_job
 
     t0 = time.perf_counter()
     job = run_job(manifest, out=out, progress=False, **kw)
@@ -77,7 +77,7 @@ class Worker:
                                       "--concurrency", "2", "-n", self.name, "-l", "warning", "--without-mingle",
                                       "--without-gossip"], cwd=ROOT, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        from farm.celery_app import app
+        from farm.celery import app
 
         app.conf.broker_url = app.conf.result_backend = redis
         os.environ["FARM_QUEUE"] = self.queue

@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import browser as chromium
 
-    from farm.ssim import ssim
+    from farm.compare.ssim import ssim
     from renderer.formats import load_model
 
     why = chromium.available()

@@ -1,4 +1,4 @@
-"""SSIM speed: scikit-image against farm.ssim on the same 1024 x 1024 RGB pair, in one process.
+"""SSIM speed: scikit-image against farm.compare.ssim on the same 1024 x 1024 RGB pair, in one process.
 
     .venv/bin/python bench/ssim.py [--runs 7] [--size 1024]
 
@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from farm.ssim import ssim  # noqa: E402
+from farm.compare.ssim import ssim  # noqa: E402
 
 TARGET_RATIO = 5.0
 TOLERANCE = 1e-6
@@ -90,10 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     ratio, ratio_one = best_sk / best_ours, best_sk / best_one
     rows = [
         ("skimage structural_similarity", f"{best_sk * 1e3:8.1f} ms   SSIM {v_sk:.12f}"),
-        ("farm.ssim (default threads)", f"{best_ours * 1e3:8.1f} ms   SSIM {v_ours:.12f}"),
-        ("farm.ssim (one thread)", f"{best_one * 1e3:8.1f} ms   SSIM {v_one:.12f}"),
+        ("farm.compare.ssim (default threads)", f"{best_ours * 1e3:8.1f} ms   SSIM {v_ours:.12f}"),
+        ("farm.compare.ssim (one thread)", f"{best_one * 1e3:8.1f} ms   SSIM {v_one:.12f}"),
         None,
-        ("ratio skimage / farm.ssim", f"{ratio:8.1f}x   (one thread: {ratio_one:.1f}x)"),
+        ("ratio skimage / farm.compare.ssim", f"{ratio:8.1f}x   (one thread: {ratio_one:.1f}x)"),
         (f"target: at least {TARGET_RATIO:g}x", "met" if ratio >= TARGET_RATIO else "NOT MET"),
         ("values agree to 1e-6", f"{'yes' if diff <= TOLERANCE else 'NO'} (|difference| = {diff:.1e})"),
     ]

@@ -50,7 +50,7 @@ def main() -> int:
     if not corpus.is_dir():
         print(f"bench/thumbnails.py: no corpus at {corpus}", file=sys.stderr)
         return 2
-    from farm.local import default_workers
+    from farm.run.local import default_workers
 
     modes = (1, 2)
     best: dict[int, float] = {}

@@ -13,14 +13,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from farm.compare.runs import compare_run
+from farm.report import write_report
+from farm.report.text import summary_text
+from farm.run.jobs import run_job, status_text
+from renderer.formats import load_model, save_model
+from renderer.samples import write_samples
+
 __all__ = ["GOLDENS", "run_demo"]
 
 GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
 
 
 def _round_trip(paths: list[Path]) -> list[str]:
-    from renderer.formats import load_model, save_model
-
     problems = []
     for p in paths:
         model = load_model(p, strict=True)
@@ -46,11 +51,6 @@ def _same_as_committed(built: Path, committed: Path) -> list[str]:
 
 
 def run_demo(out: str | Path = "demo-out", goldens: str | Path | None = None, workers: int | None = None) -> int:
-    from farm.compare_runs import compare_run
-    from farm.goldens_cli import summary_text
-    from farm.jobs import run_job, status_text
-    from farm.report import write_report
-    from renderer.samples import write_samples
 
     out = Path(out)
     goldens = Path(goldens) if goldens else GOLDENS

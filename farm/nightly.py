@@ -15,10 +15,11 @@ FARM_NIGHTLY_QUEUE         the queue the nightly task goes to                   
 FARM_NIGHTLY_TIME_LIMIT    seconds the whole nightly run may take                43200 (12 h)
 =========================  ====================================================  =====================
 
-Start beat next to the workers (from the repository root; `tasks.py` re-exports the app):
+Start beat next to the workers (the task and the schedule are registered by farm.celery; this
+module imports no Celery):
 
-    FARM_NIGHTLY_MANIFEST=/assets/nightly.toml celery -A tasks beat
-    celery -A tasks worker -Q farm,farm-nightly --concurrency 2     # or a worker of its own: -Q farm-nightly
+    FARM_NIGHTLY_MANIFEST=/assets/nightly.toml celery -A farm.celery beat
+    celery -A farm.celery worker -Q farm,farm-nightly --concurrency 2   # or a worker of its own: -Q farm-nightly
 
 The nightly task coordinates (it sends the batches to the render queue and waits for them), so it
 has a queue of its own: a worker whose only pool process is busy waiting for the nightly task
@@ -45,24 +46,17 @@ import shutil
 import traceback
 from pathlib import Path
 
-from farm.store import atomic_write_json
+from farm.compare.runs import compare_run
+from farm.files import atomic_write_json
+from farm.goldens import find_goldens
+from farm.report import write_report
+from farm.run.jobs import JobState, run_job
+from farm.settings import default_out, env_int
 
-__all__ = ["TASK_NAME", "beat_schedule", "nightly_settings", "register", "run_nightly"]
+__all__ = ["NIGHTLY_QUEUE", "TASK_NAME", "nightly_settings", "run_nightly"]
 
 TASK_NAME = "farm.nightly"
-
-
-def _int(env, name: str, default: int, lo: int, hi: int) -> int:
-    raw = (env.get(name) or "").strip()
-    if not raw:
-        return default
-    try:
-        v = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer from {lo} to {hi}, not {raw!r}") from None
-    if not lo <= v <= hi:
-        raise ValueError(f"{name} must be from {lo} to {hi}, not {v}")
-    return v
+NIGHTLY_QUEUE = "farm-nightly"
 
 
 def nightly_settings(environ=None) -> dict | None:
@@ -71,40 +65,22 @@ def nightly_settings(environ=None) -> dict | None:
     manifest = (env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
     if not manifest:
         return None
-    out = env.get("FARM_OUT") or "farm-out"
+    out = default_out(env)
     return {
         "manifest": manifest,
-        "hour": _int(env, "FARM_NIGHTLY_HOUR", 2, 0, 23),
-        "minute": _int(env, "FARM_NIGHTLY_MINUTE", 0, 0, 59),
+        "hour": env_int("FARM_NIGHTLY_HOUR", 2, env, maximum=23),
+        "minute": env_int("FARM_NIGHTLY_MINUTE", 0, env, maximum=59),
         "reports": env.get("FARM_NIGHTLY_REPORTS") or str(Path(out) / "nightly"),
         "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
         "out": out,
-        "queue": env.get("FARM_NIGHTLY_QUEUE") or "farm-nightly",
-        "time_limit": _int(env, "FARM_NIGHTLY_TIME_LIMIT", 12 * 3600, 60, 7 * 24 * 3600),
+        "queue": env.get("FARM_NIGHTLY_QUEUE") or NIGHTLY_QUEUE,
+        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", 12 * 3600, env, minimum=60, maximum=7 * 24 * 3600),
     }
 
 
 def _abs(path: str | None) -> str | None:
     """Paths as beat sees them, made absolute: the worker that runs the task may start elsewhere."""
     return None if path is None else str(Path(path).absolute())
-
-
-def beat_schedule(environ=None) -> dict:
-    """Celery's beat_schedule: one entry running the nightly task at HOUR:MINUTE, or {}."""
-    s = nightly_settings(environ)
-    if s is None:
-        return {}
-    from celery.schedules import crontab
-
-    return {
-        "farm-nightly": {
-            "task": TASK_NAME,
-            "schedule": crontab(hour=s["hour"], minute=s["minute"]),
-            "kwargs": {"manifest": _abs(s["manifest"]), "reports": _abs(s["reports"]), "goldens": _abs(s["goldens"]),
-                       "out": _abs(s["out"])},
-            "options": {"queue": s["queue"], "expires": 20 * 3600},
-        }
-    }
 
 
 def _write_status(reports: Path, day_dir: Path, status: dict) -> None:
@@ -122,11 +98,6 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
 
     Returns the status dict. Never raises for a failing night: the status says "fail" or "error".
     """
-    from farm.compare_runs import compare_run
-    from farm.goldens import find_goldens
-    from farm.jobs import JobState, default_out, run_job
-    from farm.report import write_report
-
     now = now or _dt.datetime.now(_dt.UTC)
     date = now.strftime("%Y-%m-%d")
     reports = Path(reports)
@@ -156,22 +127,3 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
     status["finished"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     _write_status(reports, day_dir, status)
     return status
-
-
-def register(app):
-    """Register the nightly task on a Celery app and install the beat schedule from the environment."""
-    settings = nightly_settings() or {}
-    limit = settings.get("time_limit", 12 * 3600)
-
-    @app.task(name=TASK_NAME, bind=True, acks_late=False, time_limit=limit + 300, soft_time_limit=limit)
-    def nightly_task(self, manifest: str, reports: str, goldens: str | None = None, out: str | None = None) -> dict:
-        """Run a manifest on the farm's workers (the app's broker) and write the night's report."""
-        broker = self.app.conf.broker_url
-        return run_nightly(manifest, reports=reports, goldens=goldens, out=out, broker=broker)
-
-    app.conf.beat_schedule = {**(app.conf.beat_schedule or {}), **beat_schedule()}
-    queue = settings.get("queue") or os.environ.get("FARM_NIGHTLY_QUEUE") or "farm-nightly"
-    routes = dict(app.conf.task_routes or {})
-    routes[TASK_NAME] = {"queue": queue}
-    app.conf.task_routes = routes
-    return nightly_task

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import os
 from pathlib import Path
 
 import numpy as np
+
+from renderer.files import atomic_write
 
 TRACE_KEY = "modelfarm.trace"
 
@@ -26,19 +27,20 @@ def png_bytes(rgba: np.ndarray, trace: dict | None = None) -> bytes:
 
 def write_png(path: str | Path, rgba: np.ndarray, trace: dict | None = None) -> bytes:
     """Write atomically (temporary file, then rename); returns the bytes written."""
-    path = Path(path)
     data = png_bytes(rgba, trace)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write(path, data)
     return data
 
 
-def read_png(path: str | Path) -> tuple[np.ndarray, dict | None]:
+def read_png(source: str | Path | bytes) -> tuple[np.ndarray, dict | None]:
+    """(RGBA array, trace or None) of a PNG file or of PNG bytes; a trace that is not JSON is None."""
     from PIL import Image
 
-    with Image.open(path) as im:
+    with Image.open(io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source) as im:
         rgba = np.asarray(im.convert("RGBA"))
         text = im.text.get(TRACE_KEY) if hasattr(im, "text") else None
-    return rgba, (json.loads(text) if text else None)
+    try:
+        trace = json.loads(text) if text else None
+    except ValueError:
+        trace = None
+    return rgba, trace

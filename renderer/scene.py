@@ -24,7 +24,7 @@ from renderer.rules import DEFAULT_LIGHTING, HD_NEUTRAL, HD_SLOTS, lighting_rule
 class ModelGPU:
     """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
-    def __init__(self, model: Model, assets, team: int, missing: str):
+    def __init__(self, model: Model, assets, team: int, missing: str, game=None, stop_at=None):
         from renderer.anim import Animator
         from renderer.gl.resources import GeosetBuffers, upload_loaded, upload_texture
         from renderer.texture_set import load_textures
@@ -40,8 +40,9 @@ class ModelGPU:
                 continue
             self.geosets.append(GeosetBuffers(g.vertices, g.normals, skin.bone_indices.astype(np.float32),
                                               skin.bone_weights, g.uv_sets, tris, _tangents(model, g, tris)))
-        texset = load_textures(model, list(assets), team, missing)
+        texset = load_textures(model, list(assets), team, missing, game=game, stop_at=stop_at)
         self.diagnostics.extend(texset.diagnostics)
+        self.search = texset.search  # every asset lookup of this model (AssetSearch.record)
         self.textures = [upload_loaded(t) for t in texset.textures]
         self.found = [t.source != "missing" for t in texset.textures]
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)

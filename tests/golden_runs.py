@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from farm.batches import Plan
-from farm.jobs import JobState
-from farm.store import Store
+from farm.plan.batches import Plan
+from farm.run.jobs import JobState
+from farm.store import FolderStore as Store
 from renderer.png import png_bytes
 
 LLVMPIPE = {"backend": "egl", "cpu_vendor": "AuthenticAMD", "driver": "Mesa", "driver_version": "22.3.6",

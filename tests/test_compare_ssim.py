@@ -1,4 +1,4 @@
-"""farm.ssim gives skimage's SSIM (pinned Wang et al. settings) to within 1e-6, value and map."""
+"""farm.compare.ssim gives skimage's SSIM (pinned Wang et al. settings) to within 1e-6, value and map."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from skimage.metrics import structural_similarity
 
-from farm.ssim import ssim, ssim_channels
+from farm.compare.ssim import ssim, ssim_channels
 
 TOL = 1e-6
 

@@ -7,7 +7,7 @@ import json
 from golden_runs import NVIDIA, broken, image, key, make_run, noisy
 
 from farm.cli import main
-from farm.compare_runs import diff_runs
+from farm.compare.runs import diff_runs
 
 SAME, NEAR, CHANGED, GONE, ADDED, ERR = (key(t=t) for t in (0, 100, 200, 300, 400, 500))
 

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from farm.batches import Batch, BatchResult, TransientError, expand_manifest, render_batch, resolve_times, trace_key
-from farm.manifest import ManifestError, load_manifest
-from farm.progress import Progress
-from farm.store import Store
-from farm.worker import SyntheticRenderer
+from farm.plan.batches import Batch, expand_manifest, resolve_times
+from farm.plan.keys import trace_key
+from farm.plan.manifest import ManifestError, load_manifest
+from farm.run.execute import BatchResult, TransientError, render_batch
+from farm.run.progress import Progress
+from farm.run.worker import SyntheticRenderer
+from farm.store import FolderStore as Store
 from renderer.samples import write_samples
 
 # A chunk that claims more bytes than the file has: the loader refuses it with a FormatError.
@@ -45,7 +47,7 @@ def test_trace_key_is_stable_and_escaped():
 
 
 def test_resolve_times():
-    from farm.manifest import ModelPlan
+    from farm.plan.manifest import ModelPlan
 
     p = ModelPlan(path="x", rel="x", timestamps=(1000, "0%", "50%", "100%", "33.3%"))
     assert resolve_times(p, 2000) == [0, 666, 1000, 2000]

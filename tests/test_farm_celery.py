@@ -24,8 +24,8 @@ import pytest
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
-from farm.celery_app import app, config_from_env  # noqa: E402
-from farm.jobs import JobState, retry_job, run_job  # noqa: E402
+from farm.celery.app import app, config_from_env  # noqa: E402
+from farm.run.jobs import JobState, retry_job, run_job  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -219,12 +219,12 @@ def test_config_from_env():
 def test_transient_failure_retries_and_passes_the_batch_on(tmp_path, monkeypatch):
     """No GL in the process that took the batch: it retries, and the worker it failed on passes it on
     (twice at most) before taking it again. Eager, in-process: no broker needed."""
-    from farm import worker as farm_worker
-    from farm.batches import expand_manifest
-    from farm.celery_app import render_batch_task
-    from farm.manifest import load_manifest
-    from farm.store import Store
-    from farm.worker import SyntheticRenderer
+    from farm.celery import render_batch_task
+    from farm.plan.batches import expand_manifest
+    from farm.plan.manifest import load_manifest
+    from farm.run import worker as farm_worker
+    from farm.run.worker import SyntheticRenderer
+    from farm.store import FolderStore as Store
 
     write_samples(tmp_path / "models")
     (tmp_path / "j.toml").write_text('size = "8x8"\nsequences = ["Stand"]\ntimestamps = [0, 100]\n'

@@ -18,9 +18,9 @@ os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from farm.cli import main  # noqa: E402
-from farm.jobs import JobState, run_job  # noqa: E402
-from farm.store import Store  # noqa: E402
-from farm.worker import SyntheticRenderer  # noqa: E402
+from farm.run.jobs import JobState, run_job  # noqa: E402
+from farm.run.worker import SyntheticRenderer  # noqa: E402
+from farm.store import FolderStore as Store  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -163,7 +163,7 @@ def test_parent_never_loads_gl_and_children_split_the_cores(job_dir):
     code = textwrap.dedent(f"""
         import json, os, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from farm.jobs import run_job
+        from farm.run.jobs import run_job
         from renderer.gl.threads import gl_driver_loaded
         gl = run_job({str(job_dir / "job.toml")!r}, out={str(job_dir / "gl")!r}, workers=2, progress=False)
         os.environ["FARM_RENDERER"] = "test_farm_local:EnvRenderer"
@@ -200,8 +200,9 @@ def test_a_process_that_dies_fails_only_its_own_batch(job_dir, monkeypatch):
 def test_status_and_retry_after_the_coordinator_died(job_dir, monkeypatch, capsys):
     """`farm run` stopped before recording anything; the workers went on and wrote their batch
     results. `status` folds those in; `retry --pending` renders only what no worker finished."""
-    from farm.batches import expand_manifest, render_batch
-    from farm.manifest import load_manifest
+    from farm.plan.batches import expand_manifest
+    from farm.plan.manifest import load_manifest
+    from farm.run.execute import render_batch
 
     monkeypatch.setenv("FARM_RENDERER", "synthetic")
     monkeypatch.delenv("FARM_BROKER_URL", raising=False)

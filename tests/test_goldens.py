@@ -14,7 +14,7 @@ import pytest
 from golden_runs import INTEL, LLVMPIPE, NVIDIA, broken, image, key, make_run, noisy
 
 from farm import goldens as G
-from farm.compare_runs import compare_run, results_for
+from farm.compare.runs import compare_run, results_for
 from farm.goldens import GENERIC, GoldenError, GoldenIndex, env_key
 
 K1, K2, K3 = key(t=0), key(t=500), key("models/b.mdx", "Walk", 100)

@@ -18,7 +18,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 from golden_runs import INTEL, NVIDIA, make_run, noisy  # noqa: E402
 
 from farm.cli import main  # noqa: E402
-from farm.compare_runs import compare_run  # noqa: E402
+from farm.compare.runs import compare_run  # noqa: E402
 from farm.goldens import GENERIC, GoldenIndex, env_key, png_pixel_digest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.manifest import ManifestError, key_lines, load_manifest, parse_manifest
+from farm.plan.manifest import ManifestError, key_lines, load_manifest, parse_manifest
 
 
 @pytest.fixture
@@ -66,13 +66,15 @@ def test_full_manifest(tree):
     by = {p.rel: p for p in m.plans}
     assert sorted(by) == ["models/a.mdx", "models/b.mdx", "models/units/c.mdx"]
     a, b = by["models/a.mdx"], by["models/b.mdx"]
-    assert (a.width, a.height, a.msaa, a.background, a.team, a.missing_textures) == (64, 32, 4, "#a0b0c0", 3, "white")
-    assert a.assets == (str((tree / "textures").resolve()),)
+    a_s = a.settings
+    assert (a_s.width, a_s.height, a_s.msaa, a_s.background, a_s.team, a_s.missing_textures) == \
+        (64, 32, 4, "#a0b0c0", 3, "white")
+    assert a.settings.assets == (str((tree / "textures").resolve()),)
     assert a.sequences == ["Stand", 1]
     assert a.timestamps == (500, "0%", "50%", "100%") and a.every is None
     assert a.thresholds == {"min_ssim": 0.98, "pixel_delta": 8}  # aliases stored canonically
     # the later entry wins for b: its own size, every, sequences; thresholds merged over the job's
-    assert (b.width, b.height, b.every, b.timestamps, b.sequences) == (256, 256, 250, None, "all")
+    assert (b.settings.width, b.settings.height, b.every, b.timestamps, b.sequences) == (256, 256, 250, None, "all")
     assert b.thresholds == {"min_ssim": 0.9, "pixel_delta": 8}
     assert b.entry == 2 and a.entry == 1
     assert m.trace_thresholds[0].match == "models/a.mdx|*"
@@ -87,7 +89,8 @@ def test_defaults(tree):
         """)
     p = m.plans[0]
     assert m.name == "job"
-    assert (p.width, p.height, p.msaa, p.background, p.camera, p.team) == (256, 256, 0, "transparent", "auto", 0)
+    s = p.settings
+    assert (s.width, s.height, s.msaa, s.background, s.camera, s.team) == (256, 256, 0, "transparent", "auto", 0)
     assert p.sequences == "all" and p.timestamps == (0,) and p.thresholds == {}
 
 
@@ -208,4 +211,4 @@ def test_models_shorthand_list_of_globs(tree):
         models = ["models/*.mdx", "models/units/*.mdx"]
         """)
     assert sorted(p.rel for p in m.plans) == ["models/a.mdx", "models/b.mdx", "models/units/c.mdx"]
-    assert {(p.width, p.height) for p in m.plans} == {(64, 64)}
+    assert {(p.settings.width, p.settings.height) for p in m.plans} == {(64, 64)}

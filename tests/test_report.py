@@ -14,7 +14,7 @@ import pytest
 from golden_runs import INTEL, broken, image, key, make_run, noisy
 
 from farm import goldens as G
-from farm.compare_runs import compare_run, diff_runs
+from farm.compare.runs import compare_run, diff_runs
 from farm.report import junit_xml, markdown_summary, write_report
 
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
@@ -242,7 +242,7 @@ def test_chromium_real_render_of_a_model_with_markup_in_its_names(tmp_path, monk
     failed load, and onerror would run)."""
     pytest.importorskip("renderer.anim")
     monkeypatch.delenv("FARM_BROKER_URL", raising=False)
-    from farm.jobs import run_job
+    from farm.run.jobs import run_job
     from renderer.formats.mdx import save_mdx
     from renderer.samples import SAMPLES, write_samples
 

@@ -1,4 +1,4 @@
-"""Reports of a comparison (farm.compare_runs results): static HTML, JUnit XML, Markdown.
+"""Reports of a comparison (farm.compare.runs results): static HTML, JUnit XML, Markdown.
 
 `write_report(results, out_dir)` writes a self-contained folder (nothing is fetched from the
 network; open index.html from disk or serve the folder):

@@ -14,28 +14,23 @@ attributes, never from markup it builds.
 from __future__ import annotations
 
 import hashlib
-import json
-import shlex
 import shutil
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader
 
-from farm.compare_runs import group_of
-from farm.store import atomic_write
+from farm.compare.status import LABELS, REPORT_ORDER, group_of
+from farm.files import atomic_write, json_bytes
+from farm.report.junit import junit_xml
+from farm.report.markdown import markdown_summary
+from farm.report.model import approve_command, metric_rows, sort_traces
+from farm.store import open_store
 
-__all__ = ["approve_command", "render_html", "shell_path", "sort_traces", "write_report"]
+__all__ = ["build_views", "render_html", "write_report"]
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
-GROUP_ORDER = {"failed": 0, "new": 1, "passed": 2}
-STATUS_ORDER = {"error": 0, "rejected": 1, "fail": 2, "changed": 2, "added": 3, "new": 3, "removed": 4,
-                "pass": 5, "unchanged": 5}
-STATUS_LABELS = {
-    "fail": "failed", "rejected": "rejected", "error": "error", "new": "new", "pass": "passed",
-    "changed": "changed", "added": "added", "removed": "removed", "unchanged": "unchanged",
-}
 
 
 def _env() -> Environment:
@@ -44,40 +39,6 @@ def _env() -> Environment:
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.3f}%"
     env.filters["num"] = lambda v, d=6: "-" if v is None else f"{v:.{d}f}"
     return env
-
-
-def shell_path(path: str | Path) -> str:
-    """A path for a command line: relative to the current folder when inside it, else absolute."""
-    p = Path(path).absolute()
-    try:
-        rel = p.relative_to(Path.cwd())
-    except ValueError:
-        return str(p)
-    return rel.as_posix() or "."
-
-
-def approve_command(results: dict, verb: str = "approve", key: str | None = None, extra: tuple = ()) -> str:
-    """The exact `farm approve` (or reject) command for one trace (or, with `extra`, a selection)."""
-    parts = ["farm", verb, results["job"]]
-    if key is not None:
-        parts += ["--trace", key]
-    parts += list(extra)
-    parts += ["--out", shell_path(results["store"])]
-    if results.get("goldens"):
-        parts += ["--goldens", shell_path(results["goldens"])]
-    return " ".join(shlex.quote(str(p)) for p in parts)
-
-
-def sort_traces(traces) -> list[dict]:
-    def rank(t):
-        m = t.get("metrics") or {}
-        ssim = m.get("ssim")
-        return (GROUP_ORDER[group_of(t["status"])], STATUS_ORDER.get(t["status"], 9),
-                0 if t.get("match") == "similar" else 1,
-                ssim if ssim is not None else -2.0, -(m.get("pixels_over") or 0.0), t.get("model") or "",
-                str(t.get("sequence")), t.get("time_ms") or 0, t["key"])
-
-    return sorted(traces, key=rank)
 
 
 class _Images:
@@ -89,6 +50,7 @@ class _Images:
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def add(self, src: str | Path | None, name: str) -> str | None:
+        """Copy file `src` in as `name` (None when there is no such file)."""
         if not src:
             return None
         src = Path(src)
@@ -99,26 +61,17 @@ class _Images:
             shutil.copyfile(src, dest)
         return self.prefix + name
 
-
-def _metric_rows(t: dict) -> list[dict]:
-    m, th = t.get("metrics") or {}, t.get("thresholds") or {}
-    if not m:
-        return []
-    ssim = m.get("ssim")
-    rows = [
-        {"name": "SSIM (min of colour and alpha)", "value": "-" if ssim is None else f"{ssim:.6f}",
-         "limit": f">= {th.get('min_ssim')}", "ok": None if ssim is None else ssim >= th.get("min_ssim", 0.99)},
-        {"name": "SSIM colour (premultiplied RGB)", "value": "-" if m.get("ssim_rgb") is None
-         else f"{m['ssim_rgb']:.6f}", "limit": "", "ok": None},
-        {"name": "SSIM alpha", "value": "-" if m.get("ssim_alpha") is None else f"{m['ssim_alpha']:.6f}",
-         "limit": "", "ok": None},
-        {"name": f"pixels off by more than {th.get('pixel_delta')}",
-         "value": f"{100 * (m.get('pixels_over') or 0.0):.3f}%",
-         "limit": f"<= {100 * th.get('max_pixels_over', 0.001):g}%",
-         "ok": (m.get("pixels_over") or 0.0) <= th.get("max_pixels_over", 0.001)},
-        {"name": "largest channel difference (0-255)", "value": str(m.get("max_diff")), "limit": "", "ok": None},
-    ]
-    return rows
+    def add_ref(self, store, ref: str | None, name: str) -> str | None:
+        """Copy a store's file (an image or artefact reference) in as `name`."""
+        if not ref:
+            return None
+        dest = self.dir / name
+        if not dest.is_file():
+            path = store.local_path(ref)
+            if path is None:
+                return None
+            shutil.copyfile(path, dest)
+        return self.prefix + name
 
 
 def _anchor(key: str) -> str:
@@ -127,19 +80,24 @@ def _anchor(key: str) -> str:
 
 def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dict]:
     images = _Images(out)
-    store = Path(results["store"])
+    store = open_store(results["store"])
     diff = results.get("kind") == "diff"
-    head_store = Path(results["head"]["store"]) if diff else store
+    head_store = open_store(results["head"]["store"]) if diff else store
+    base_store = open_store(results["base"]["store"]) if diff else None
     views = []
     for t in sort_traces(results["traces"].values()):
         g = t.get("golden") or {}
-        new_src = images.add(head_store / "images" / t["png"][:2] / f"{t['png']}.png", f"{t['png']}.png") \
+        new_src = images.add_ref(head_store, head_store.image_ref(t["png"]), f"{t['png']}.png") \
             if t.get("png") else None
         golden_src = None
-        if g.get("path"):
+        if g.get("path"):  # a golden: a file in the goldens folder
             golden_src = images.add(g["path"], f"{g['png']}.png")
-        diff_src = images.add(store / t["diff_image"], Path(t["diff_image"]).name) if t.get("diff_image") else None
-        ssim_src = images.add(store / t["ssim_image"], Path(t["ssim_image"]).name) if t.get("ssim_image") else None
+        elif g.get("ref") and base_store is not None:  # a diff's base frame: in the base run's store
+            golden_src = images.add_ref(base_store, g["ref"], f"{g['png']}.png")
+        diff_src = images.add_ref(store, t.get("diff_image"), Path(t["diff_image"]).name) \
+            if t.get("diff_image") else None
+        ssim_src = images.add_ref(store, t.get("ssim_image"), Path(t["ssim_image"]).name) \
+            if t.get("ssim_image") else None
         size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
         facts = []
         if t.get("env"):
@@ -167,10 +125,10 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             commands.append(("reject", approve_command(results, "reject", t["key"])))
         views.append({
             "key": t["key"], "anchor": _anchor(t["key"]), "model": t.get("model") or "", "status": t["status"],
-            "group": group_of(t["status"]), "label": STATUS_LABELS.get(t["status"], t["status"]),
+            "group": group_of(t["status"]), "label": LABELS.get(t["status"], t["status"]),
             "match": t.get("match"), "reason": t.get("reason"), "new_src": new_src, "golden_src": golden_src,
             "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
-            "metrics": _metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
+            "metrics": metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
             and t["status"] != "error",
         })
@@ -180,8 +138,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
 def render_html(results: dict, views: list[dict], serve: dict | None = None) -> str:
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
-    statuses = [s for s in ("error", "rejected", "fail", "changed", "new", "added", "removed", "pass", "unchanged")
-                if counts.get(s)]
+    statuses = [s for s in REPORT_ORDER if counts.get(s)]
     models = sorted({v["model"] for v in views})
     title = (f"modelfarm diff: {results['base']['job']} -> {results['head']['job']}" if diff
              else f"modelfarm: {results['job']}")
@@ -194,7 +151,7 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
     max_side = max([max(v["w"], v["h"]) for v in views] or [128])
     return _env().get_template("report.html.j2").render(
         title=title, results=results, views=views, diff=diff, counts=counts, statuses=statuses,
-        labels=STATUS_LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
+        labels=LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
         new_label="head" if diff else "new", golden_label="base" if diff else "golden",
     )
 
@@ -202,9 +159,6 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
 def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str = "img/",
                  markdown_limit: int = 10) -> dict[str, Path]:
     """Write the report folder (see farm.report); returns the paths of what it wrote."""
-    from farm.report.junit import junit_xml
-    from farm.report.markdown import markdown_summary
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "static").mkdir(exist_ok=True)
@@ -218,6 +172,5 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     atomic_write(paths["junit"], junit_xml(results).encode("utf-8"))
     atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base,
                                                      limit=markdown_limit).encode("utf-8"))
-    atomic_write(paths["results"], (json.dumps(results, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-                 .encode("utf-8"))
+    atomic_write(paths["results"], json_bytes(results))
     return paths

@@ -19,6 +19,9 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
+from farm.compare.status import FAILING, FRESH
+from farm.plan.keys import parse_key
+
 __all__ = ["junit_xml"]
 
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -30,15 +33,24 @@ def _x(text) -> str:
 
 def _kind(t: dict, allow_new: bool) -> str | None:
     s = t["status"]
-    if s in ("fail", "rejected", "changed"):
-        return "failure"
     if s == "error":
         return "error"
+    if s in FAILING:
+        return "failure"
     if s == "new":
         return "skipped" if allow_new else "failure"
-    if s in ("added", "removed"):
+    if s in FRESH:
         return "skipped"
     return None
+
+
+def _case_names(key: str) -> tuple[str, str]:
+    """(classname, name) of a trace's test case: the model, and the rest of the key."""
+    try:
+        k = parse_key(key)
+    except ValueError:
+        return key, key
+    return k.model, k.rest
 
 
 def junit_xml(results: dict) -> str:
@@ -61,8 +73,8 @@ def junit_xml(results: dict) -> str:
     for name, value in items:
         ET.SubElement(props, "property", name=name, value=_x(value))
     for t, kind in zip(traces, kinds, strict=True):
-        model, _, rest = t["key"].partition("|")
-        case = ET.SubElement(suite, "testcase", classname=_x(model), name=_x(rest or t["key"]), time="0")
+        model, rest = _case_names(t["key"])
+        case = ET.SubElement(suite, "testcase", classname=_x(model), name=_x(rest), time="0")
         message = t.get("reason") or t["status"]
         if kind == "failure":
             el = ET.SubElement(case, "failure", type=t["status"], message=_x(message))

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import html
 
+from farm.compare.status import FAILING, FRESH, statuses
+from farm.report.model import approve_command, sort_traces
+
 __all__ = ["markdown_summary"]
 
 THUMB = 96
@@ -33,8 +36,6 @@ def _img(base: str, src: str | None, alt: str) -> str:
 
 def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str = "img/",
                      limit: int = 10) -> str:
-    from farm.report.html import approve_command, sort_traces
-
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
     by_key = {v["key"]: v for v in views or []}
@@ -42,11 +43,10 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
         base, head = _cell(results["base"]["job"]), _cell(results["head"]["job"])
         title = f"modelfarm diff <code>{base}</code> → <code>{head}</code>"
         icon = "✅ no changes" if results.get("verdict") == "same" else "⚠️ changes found"
-        order = ("changed", "added", "removed", "error", "unchanged")
     else:
         title = f"modelfarm <code>{_cell(results['job'])}</code>"
         icon = "✅ passed" if results.get("verdict") == "pass" else "❌ failed"
-        order = ("fail", "rejected", "error", "new", "pass")
+    order = statuses(results.get("kind"))
     lines = [f"## {title}: {icon}", ""]
     lines += ["| status | traces |", "| --- | ---: |"]
     for s in order:
@@ -58,7 +58,7 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
     if results.get("problems"):
         lines.append("")
     traces = sort_traces(results["traces"].values())
-    bad = [t for t in traces if t["status"] in ("fail", "rejected", "error", "changed")]
+    bad = [t for t in traces if t["status"] in FAILING]
     if bad:
         lines += [f"### Worst differences ({min(len(bad), limit)} of {len(bad)})", "",
                   f"| trace | status | SSIM | pixels over | max diff | {'head' if diff else 'new'} | "
@@ -74,7 +74,7 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
                          f"{_img(image_base, v.get('golden_src'), 'golden')} | "
                          f"{_img(image_base, v.get('diff_src'), 'difference')} |")
         lines.append("")
-    fresh = [t for t in traces if t["status"] in ("new", "added", "removed")]
+    fresh = [t for t in traces if t["status"] in FRESH]
     if fresh:
         what = "Added and removed traces" if diff else "New traces (no golden yet)"
         lines += [f"### {what} ({min(len(fresh), limit)} of {len(fresh)})", "", "| trace | status | frame |",

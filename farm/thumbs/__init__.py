@@ -5,10 +5,10 @@ side: the "thumbnail" batch kind, sequence and time choice, encoding), `state` (
 resumable state: journal + state file + lock), `sheets` (contact sheets, placeholder tiles),
 `index` (index.json, index.html), `run` (`make_thumbnails`, the coordinator).
 
-Rendering reuses the farm's runners unchanged: each model is a `farm.batches.Batch` of kind
-"thumbnail", which `render_batch` hands to `farm.thumbs.work.render_thumbnail_batch` in the worker
-processes of the local pool (farm.local) or of Celery (farm.celery_app), with the process's one
-renderer (farm.worker).
+Rendering reuses the farm's runners unchanged: each model is a `farm.plan.batches.Batch` of kind
+"thumbnail" (`farm.thumbs.work.THUMBNAIL`), which `farm.run.execute.render_batch` runs in the
+worker processes of the local pool (farm.run.local) or of Celery (farm.celery), with the
+process's one renderer (farm.run.worker); farm.run.dispatch picks the runner.
 """
 
 from farm.thumbs.run import Summary, ThumbnailError, ThumbnailOptions, make_thumbnails

@@ -18,9 +18,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from renderer.formats import LOADERS
+
 __all__ = ["EXTENSIONS", "Found", "FindError", "asset_roots_for", "find_models", "root_labels"]
 
-EXTENSIONS = (".mdx", ".mdl", ".model", ".gbxmodel")
+EXTENSIONS = tuple(LOADERS)  # every extension a loader is registered for (renderer.formats)
 
 
 class FindError(ValueError):

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import jinja2
 
-from farm.store import atomic_write
+from farm.files import atomic_write
 from farm.thumbs.sheets import short_error
 
 __all__ = ["ENTRY_KEYS", "FORMAT", "render_html", "write_index"]

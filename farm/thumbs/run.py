@@ -23,18 +23,23 @@ import base64
 import hashlib
 import json
 import secrets
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.batches import Batch, BatchResult, file_digest
-from farm.store import Store, atomic_write, atomic_write_json
+from farm.files import atomic_write, atomic_write_json, file_digest
+from farm.plan.batches import Batch
+from farm.run.dispatch import mode, run_batches
+from farm.run.execute import BatchResult
+from farm.run.progress import Progress
+from farm.settings import RenderSettings, SettingError, broker_url, check_assets
+from farm.store import open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
 from farm.thumbs.state import State, fingerprint
 from farm.thumbs.work import FORMATS
+from renderer.frame import RENDERER_VERSION
 
 __all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
 
@@ -64,15 +69,18 @@ class ThumbnailOptions:
             raise ThumbnailError(f"--format must be one of {', '.join(FORMATS)}, not {self.format!r}")
         if self.time is not None and int(self.time) < 0:
             raise ThumbnailError(f"--time must be >= 0 ms, not {self.time}")
-        if not 0 <= int(self.team) <= 27:
-            raise ThumbnailError(f"--team must be 0..27, not {self.team}")
         if int(self.sheet) < 0:
             raise ThumbnailError(f"--sheet must be >= 0, not {self.sheet}")
-        if self.missing_textures not in ("checker", "white"):
-            raise ThumbnailError(f"--missing-textures must be checker or white, not {self.missing_textures!r}")
-        for a in self.assets:
-            if not Path(a).is_dir():
-                raise ThumbnailError(f"--assets {a}: no such folder")
+        try:
+            self.settings()
+            check_assets(self.assets, "--assets")
+        except SettingError as e:
+            raise ThumbnailError(str(e)) from None
+
+    def settings(self, assets: tuple = ()) -> RenderSettings:
+        """The render settings of every thumbnail (farm.settings' rules), with these asset roots."""
+        return RenderSettings(width=int(self.size), height=int(self.size), msaa=int(self.msaa), team=int(self.team),
+                              missing_textures=self.missing_textures, assets=tuple(assets))
 
 
 @dataclass
@@ -108,8 +116,6 @@ def _thumb_rel(model_id: str, fmt: str) -> str:
 
 
 def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
-    from renderer.frame import RENDERER_VERSION  # no GL: the renderer's package, not its context
-
     return {"thumbnail_version": THUMBNAIL_VERSION, "renderer_version": RENDERER_VERSION, "size": int(opts.size),
             "sequence": opts.sequence, "time": opts.time, "format": opts.format, "team": int(opts.team),
             "msaa": int(opts.msaa), "missing_textures": opts.missing_textures, "assets": assets}
@@ -117,8 +123,7 @@ def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
 
 def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
     return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0], [found.id],
-                 width=int(opts.size), height=int(opts.size), msaa=int(opts.msaa), team=int(opts.team),
-                 missing_textures=opts.missing_textures, assets=tuple(assets), kind="thumbnail",
+                 settings=opts.settings(tuple(assets)), kind="thumbnail",
                  params={"format": opts.format, "time": opts.time})
 
 
@@ -142,9 +147,6 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
                     broker: str | None = None, workers: int | None = None, progress: bool | None = None,
                     force: bool = False) -> Summary:
     """Thumbnails of every model under `roots` in `out` (see the module docstring)."""
-    from farm.jobs import broker_url
-    from farm.progress import Progress
-
     opts = opts or ThumbnailOptions()
     opts.check()
     if not roots:
@@ -153,7 +155,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     broker = broker_url(broker)
-    summary = Summary(out, mode="celery" if broker else "local")
+    summary = Summary(out, mode=mode(broker))
     try:
         found = find_models(roots, exclude=[out])
     except ValueError as e:
@@ -216,7 +218,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
 def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, fps: dict[str, str],
          summary: Summary, broker: str | None, workers: int | None, bar) -> None:
     job_id = f"thumbnails-{secrets.token_hex(4)}"
-    store = Store(state.folder)  # only for the runner's delivery counts (jobs/<job>/attempts)
+    store = open_store(state.folder)  # only for the runner's delivery counts (jobs/<job>/attempts)
 
     def on_result(result: BatchResult) -> None:
         frame = result.frames[0]
@@ -250,21 +252,10 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
         bar.finish(result.batch, 1, int(rec["status"] != "done"))
 
     try:
-        if broker:
-            from farm.celery_app import run_celery
-
-            run_celery(job_id, batches, store, broker, on_result, bar)
-        else:
-            from farm.local import run_local
-
-            run_local(job_id, batches, store, workers, on_result, bar)
+        run_batches(job_id, batches, store, broker=broker, workers=workers, on_result=on_result, progress=bar)
     finally:
         bar.close()
-        shutil.rmtree(store.job_dir(job_id), ignore_errors=True)
-        try:
-            (store.root / "jobs").rmdir()
-        except OSError:
-            pass
+        store.remove_job(job_id)
 
 
 def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: State) -> list[dict]:

@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from farm.store import atomic_write_json
+from farm.files import atomic_write_json
 
 __all__ = ["FORMAT", "State", "StateLocked", "fingerprint"]
 

@@ -1,11 +1,11 @@
 """The worker side of `farm thumbnails`: one model in, one encoded image and its facts out.
 
-`render_thumbnail_batch` is the "thumbnail" batch kind (farm.batches.BATCH_KINDS): both runners
-call it in their worker processes exactly as they call `render_batch` for frames, with the
-process's renderer (farm.worker: one GL context per process, never in the parent). It returns a
-`BatchResult` with one `FrameResult` whose ``info`` carries the encoded image (base64) and what the
-index shows, so the coordinator alone writes the output folder; workers need to see the models at
-the same paths, not the output folder.
+`THUMBNAIL` is the "thumbnail" batch kind (farm.run.execute.BATCH_KINDS): both runners run it in
+their worker processes through the same `render_batch` skeleton as frame batches, with the
+process's renderer (farm.run.worker: one GL context per process, never in the parent). Its result
+is one `FrameResult` whose ``info`` carries the encoded image (base64) and what the index shows,
+so the coordinator alone writes the output folder; workers need to see the models at the same
+paths, not the output folder.
 
 Sequence choice (`choose_sequence`): the asked one (case-insensitive, ``renderer.anim.find_sequence``
 rules: "stand" also finds "Stand 1", a string of digits is an index) when the model has it; else
@@ -21,20 +21,15 @@ import base64
 import hashlib
 import io
 
-from farm.batches import (
-    DEFAULT_MAX_DELIVERIES,
-    Batch,
-    BatchResult,
-    FrameResult,
-    TransientError,
-    _diag,
-    _error_text,
-    _gl_errors,
-    acquire_renderer,
-    file_digest,
-)
+import numpy as np
+from PIL import Image
 
-__all__ = ["FORMATS", "choose_sequence", "default_time", "encode_image", "model_facts", "render_thumbnail_batch"]
+from farm.plan.batches import Batch
+from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict
+from renderer.anim import UnknownSequence, find_sequence
+from renderer.png import png_bytes
+
+__all__ = ["FORMATS", "THUMBNAIL", "ThumbnailKind", "choose_sequence", "default_time", "encode_image", "model_facts"]
 
 FORMATS = ("png", "webp")
 MAX_DIAGNOSTICS = 20  # listed per model in the index (the count is always complete)
@@ -42,8 +37,6 @@ MAX_DIAGNOSTICS = 20  # listed per model in the index (the count is always compl
 
 def choose_sequence(model, asked: str | None) -> tuple[int | None, str]:
     """(sequence index or None, rule): rule is asked, portrait, stand, first or none."""
-    from renderer.anim import UnknownSequence, find_sequence
-
     def find(name):
         try:
             return find_sequence(model, name)
@@ -90,13 +83,8 @@ def model_facts(model) -> dict:
 def encode_image(rgba, trace: dict, fmt: str) -> bytes:
     """PNG with the trace in its text chunk, or lossless WebP (its trace goes in a JSON sidecar)."""
     if fmt == "png":
-        from renderer.png import png_bytes
-
         return png_bytes(rgba, trace)
     if fmt == "webp":
-        import numpy as np
-        from PIL import Image
-
         buf = io.BytesIO()
         Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(buf, "WEBP", lossless=True, quality=80,
                                                                           method=4, exact=True)
@@ -104,66 +92,47 @@ def encode_image(rgba, trace: dict, fmt: str) -> bytes:
     raise ValueError(f"thumbnail format must be one of {', '.join(FORMATS)}, not {fmt!r}")
 
 
-def render_thumbnail_batch(batch: Batch, renderer_factory, store, job_id: str, on_frame=None, abort: tuple = (),
-                           max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> BatchResult:
-    """Render `batch` (one model) into one thumbnail; `render_batch`'s signature and failure rules:
-    a model that does not load or render fails with the reason; no GL in this process raises
-    TransientError (the runner retries elsewhere)."""
-    from renderer.formats import load_model
+class ThumbnailKind(BatchKind):
+    """One model, one image: the sequence and time are chosen here (`choose_sequence`,
+    `default_time`), the image is encoded and returned in the frame's ``info`` (the coordinator
+    writes the output folder), and nothing is written to the store but the delivery count."""
 
-    params = batch.params
-    fmt = params.get("format", "png")
-    key = batch.keys[0]
-    try:  # deliveries bound a model that kills its process (local pool and Celery alike)
-        attempt = store.begin_batch(job_id, batch.id)
-    except OSError:  # a worker that cannot write the coordinator's folder: no bound, but no failure
-        attempt = 1
-    facts: dict = {"sha256": batch.model_digest}
+    name = "thumbnail"
 
-    def finish(frame: FrameResult) -> BatchResult:
-        if on_frame:
-            on_frame(1, 1, int(frame.status != "done"))
-        return BatchResult(batch.id, [frame], attempt)
+    def begin(self, store, job_id: str, batch: Batch) -> int:
+        try:  # deliveries bound a model that kills its process (local pool and Celery alike)
+            return store.begin_batch(job_id, batch.id)
+        except OSError:  # a worker that cannot write the coordinator's folder: no bound, but no failure
+            return 1
 
-    def fail(error: str, time_ms: int = 0) -> BatchResult:
-        return finish(FrameResult(key, time_ms, "failed", error=error, info=facts))
+    def died_too_often(self, batch: Batch, attempt: int) -> str:
+        return f"the worker process died {attempt - 1} times rendering {batch.model_rel}; not trying again"
 
-    if attempt > max_deliveries:
-        return fail(f"the worker process died {attempt - 1} times rendering {batch.model_rel}; not trying again")
-    try:
-        facts["sha256"] = file_digest(batch.model)
-        model = load_model(batch.model, strict=False)
-        facts.update(model_facts(model))
+    def plan(self, batch: Batch, model, digest: str) -> Work:
+        facts = {"sha256": digest, **model_facts(model)}
         seq, rule = choose_sequence(model, batch.sequence)
+        params = batch.params
         time_ms = default_time(model, seq) if params.get("time") is None else int(params["time"])
-    except abort:
-        raise
-    except Exception as e:  # noqa: BLE001 - the loader's failure is this model's failure
-        return fail(_error_text(e))
-    facts.update(sequence=None if seq is None else str(model.sequences[seq].name), sequence_index=seq,
-                 sequence_rule=rule, time_ms=time_ms)
-    renderer = acquire_renderer(renderer_factory, abort)
-    try:
-        frame = renderer.render(model, batch.frame_spec(seq, time_ms), model_digest=facts["sha256"])
-        data = encode_image(frame.rgba, frame.trace, fmt)
-    except abort as e:
-        return fail(f"{batch.model_rel}: time limit reached ({type(e).__name__})", time_ms)
-    except _gl_errors() as e:
-        raise TransientError(f"GL failed in this process: {_error_text(e)}") from e
-    except Exception as e:  # noqa: BLE001 - this model fails; the run goes on
-        return fail(f"{batch.model_rel} at {time_ms} ms: {_error_text(e)}", time_ms)
-    finally:
-        forget = getattr(renderer, "forget", None)
-        if forget is not None:
-            try:
-                forget(model)
-            except Exception:  # noqa: BLE001 - freeing must not hide the outcome
-                pass
-    diagnostics: list[dict] = []
-    for d in [*getattr(model, "diagnostics", []), *frame.diagnostics]:  # the loader's, then textures'/animation's
-        d = _diag(d)
-        if d not in diagnostics:
-            diagnostics.append(d)
-    facts.update(trace=frame.trace, diagnostics=diagnostics[:MAX_DIAGNOSTICS], diagnostic_count=len(diagnostics),
-                 bytes=len(data), image=base64.b64encode(data).decode("ascii"))
-    return finish(FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(), info=facts))
+        facts.update(sequence=None if seq is None else str(model.sequences[seq].name), sequence_index=seq,
+                     sequence_rule=rule, time_ms=time_ms)
+        return Work(seq, [(batch.keys[0], time_ms)], facts)
+
+    def keep(self, batch: Batch, store, model, frame, key: str, time_ms: int, work: Work) -> FrameResult:
+        data = encode_image(frame.rgba, frame.trace, batch.params.get("format", "png"))
+        diagnostics: list[dict] = []
+        for d in [*getattr(model, "diagnostics", []), *frame.diagnostics]:  # the loader's, then textures'/animation's
+            d = diag_dict(d)
+            if d not in diagnostics:
+                diagnostics.append(d)
+        facts = dict(work.facts, trace=frame.trace, diagnostics=diagnostics[:MAX_DIAGNOSTICS],
+                     diagnostic_count=len(diagnostics), bytes=len(data), image=base64.b64encode(data).decode("ascii"))
+        return FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(), info=facts)
+
+    def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
+        return FrameResult(key, time_ms, "failed", error=error, info=dict(work.facts) if work else {"sha256": None})
+
+    def record(self, store, job_id: str, result: BatchResult) -> None:
+        pass  # the coordinator records what it receives
+
+
+THUMBNAIL = ThumbnailKind()

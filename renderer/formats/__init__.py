@@ -54,7 +54,12 @@ def format_of(path: Path) -> str:
 
 
 def load_model(path: str | Path, strict: bool = False, **options):
-    """Load any supported model file into the neutral Model."""
+    """Load any supported model file, or an archive entry `maps/foo.w3x:war3mapImported/x.mdx`
+    (renderer.assets.sources), into the neutral Model."""
+    from renderer.assets.sources import load_model_source, split_source
+
+    if split_source(path) is not None:
+        return load_model_source(path, strict=strict, **options)
     path = Path(path)
     return _resolve(LOADERS[format_of(path)])(path, strict=strict, **options)
 

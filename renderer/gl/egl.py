@@ -28,7 +28,7 @@ import ctypes
 import logging
 import os
 
-from .context import BackendUnavailable, GLContext, GLContextError, claim_pyopengl_platform
+from .base import BackendUnavailable, GLContext, GLContextError, claim_pyopengl_platform
 
 log = logging.getLogger(__name__)
 

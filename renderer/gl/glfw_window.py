@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 
-from .context import BackendUnavailable, GLContext, GLContextError, has_display, pyopengl_platform
+from .base import BackendUnavailable, GLContext, GLContextError, has_display, pyopengl_platform
 
 _lock = threading.Lock()
 _windows = 0  # live windows; glfw.terminate() when the last one goes

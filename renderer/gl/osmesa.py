@@ -19,7 +19,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-from .context import GLContext, GLContextError, claim_pyopengl_platform
+from .base import GLContext, GLContextError, claim_pyopengl_platform
 
 GL_VERSIONS = ((4, 5), (3, 3))
 

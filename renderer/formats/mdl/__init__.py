@@ -8,8 +8,7 @@ writer needs for exactness: `Flags n`, `SelectionFlags n`, `LightType n`, explic
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from renderer.files import atomic_write
 
 from .read import load_mdl, read_mdl
 from .write import write_mdl
@@ -17,11 +16,7 @@ from .write import write_mdl
 
 def save_mdl(model, path) -> None:
     """Write atomically; names that are not UTF-8 go back to their original bytes."""
-    path = Path(path)
-    data = write_mdl(model).encode("utf-8", "surrogateescape")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write(path, write_mdl(model).encode("utf-8", "surrogateescape"))
 
 
 __all__ = ["load_mdl", "read_mdl", "save_mdl", "write_mdl"]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+from renderer.files import atomic_write
 
 from .read import chunk_table, load_mdx, read_mdx
 from .write import write_mdx
@@ -11,11 +10,7 @@ from .write import write_mdx
 
 def save_mdx(model, path) -> None:
     """Write atomically: a crash never leaves a half-written model behind."""
-    path = Path(path)
-    data = write_mdx(model)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write(path, write_mdx(model))
 
 
 __all__ = ["chunk_table", "load_mdx", "read_mdx", "save_mdx", "write_mdx"]

@@ -37,6 +37,15 @@ class MipChain:
     def top(self) -> np.ndarray:
         return self.levels[0]
 
+    # What renderer.assets.cache.DecodeCache asks of what it caches (it was written for arrays).
+    @property
+    def nbytes(self) -> int:
+        return sum(level.nbytes for level in self.levels)
+
+    def setflags(self, write: bool) -> None:
+        for level in self.levels:
+            level.setflags(write=write)
+
 
 def level_size(width: int, height: int, level: int) -> tuple[int, int]:
     return max(1, width >> level), max(1, height >> level)

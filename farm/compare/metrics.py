@@ -18,7 +18,7 @@
    0, 0, 0, 0), the same colours under a different alpha do not (alpha differs, and so does the
    premultiplied colour unless it is black), and an alpha channel that did not change can never
    average a colour difference away: a threshold means the same for opaque and transparent renders.
-4. SSIM with pinned settings (`farm.ssim`: Gaussian window sigma 1.5, 11 taps, data range 255,
+4. SSIM with pinned settings (`farm.compare.ssim`: Gaussian window sigma 1.5, 11 taps, data range 255,
    population covariance, borders cropped by 5 pixels), equal to
    `skimage.metrics.structural_similarity(..., gaussian_weights=True, sigma=1.5,
    use_sample_covariance=False, data_range=255, channel_axis=-1)`.
@@ -29,14 +29,11 @@ The frame passes when SSIM >= `min_ssim` and `pixels_over` <= `max_pixels_over` 
 16 and 0.001, i.e. at most 0.1% of pixels off by more than 16). Frames smaller than 11 x 11 have no
 SSIM (`ssim` is None) and are judged by the pixel gate alone.
 
-`diff_heatmap` and `ssim_heatmap` turn a difference or an SSIM map into an opaque RGBA image with
-one fixed colour ramp (black for no difference, through blue, purple, red and orange, to pale
-yellow for the largest), for the report.
+The heatmaps of a comparison are farm.compare.heatmaps; the pixel digest is farm.images.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
@@ -44,17 +41,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from farm.ssim import WIN_SIZE, ssim_channels
+from farm.compare.ssim import WIN_SIZE, ssim_channels
+from farm.images import as_rgba, image_digest
 
 __all__ = [
     "Comparison",
     "Thresholds",
-    "as_rgba",
     "compare",
-    "diff_heatmap",
-    "image_digest",
     "premultiply",
-    "ssim_heatmap",
 ]
 
 Status = Literal["identical", "pass", "fail"]
@@ -160,30 +154,6 @@ class Comparison:
         }
 
 
-def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
-    """A C-contiguous (H, W, 4) uint8 copy-or-view of an RGBA or RGB (alpha 255) uint8 image."""
-    image = np.asarray(image)
-    if image.dtype != np.uint8:
-        raise ValueError(f"{name} must be uint8, not {image.dtype}")
-    if image.ndim != 3 or image.shape[2] not in (3, 4):
-        raise ValueError(f"{name} must be an (H, W, 4) RGBA or (H, W, 3) RGB array, not shape {image.shape}")
-    if image.shape[2] == 3:
-        out = np.empty(image.shape[:2] + (4,), np.uint8)
-        out[..., :3] = image
-        out[..., 3] = 255
-        return out
-    return np.ascontiguousarray(image)
-
-
-def image_digest(rgba: np.ndarray) -> str:
-    """sha256 (hex) of the canonical RGBA bytes and the size: independent of PNG encoding."""
-    px = as_rgba(rgba)
-    h, w = px.shape[:2]
-    digest = hashlib.sha256(b"modelfarm-rgba8 %d %d\n" % (w, h))
-    digest.update(px.data)
-    return digest.hexdigest()
-
-
 def premultiply(rgba: np.ndarray) -> np.ndarray:
     """8-bit premultiplied RGBA: colour round(c * a / 255), alpha unchanged (the alpha rule).
 
@@ -205,7 +175,7 @@ def premultiply(rgba: np.ndarray) -> np.ndarray:
     return out
 
 
-def _max_channel_diff(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+def max_channel_diff(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """(H, W) uint8: the largest absolute difference over the four channels of two RGBA images."""
     d = np.maximum(p, q)
     d -= np.minimum(p, q)
@@ -246,7 +216,7 @@ def compare(
         return result
 
     p, q = premultiply(new), premultiply(gold)
-    diff = _max_channel_diff(p, q)
+    diff = max_channel_diff(p, q)
     result.max_diff = int(diff.max())
     result.pixels_over = float(np.count_nonzero(diff > th.pixel_delta)) / (h * w)
 
@@ -286,65 +256,3 @@ def compare(
     else:
         result.status = "pass"
     return result
-
-
-# --- heatmaps for the report -------------------------------------------------------------------
-
-_RAMP_STOPS = (
-    (0.00, (0, 0, 0)),
-    (0.15, (20, 20, 110)),
-    (0.35, (130, 30, 150)),
-    (0.55, (220, 50, 60)),
-    (0.75, (250, 150, 30)),
-    (1.00, (255, 255, 200)),
-)
-
-
-def _make_ramp() -> np.ndarray:
-    t = np.linspace(0.0, 1.0, 256)
-    xs = [s[0] for s in _RAMP_STOPS]
-    lut = np.empty((256, 4), np.uint8)
-    for ch in range(3):
-        lut[:, ch] = np.rint(np.interp(t, xs, [s[1][ch] for s in _RAMP_STOPS]))
-    lut[:, 3] = 255
-    lut.setflags(write=False)
-    return lut
-
-
-RAMP = _make_ramp()  # (256, 4) uint8: index 0 = no difference, 255 = the largest
-
-
-def _ramp(t: np.ndarray) -> np.ndarray:
-    t = np.nan_to_num(np.asarray(t, np.float64), nan=1.0)
-    idx = np.rint(np.clip(t, 0.0, 1.0) * 255).astype(np.intp)
-    return RAMP[idx]
-
-
-def diff_heatmap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(H, W, 4) uint8: each pixel's largest channel difference (alpha rule applied) on the ramp.
-
-    The ramp runs over sqrt(difference / 255), so small differences stay visible: a difference of
-    16 (the default gate) sits a quarter of the way along, in the blue-purple.
-    """
-    p, q = premultiply(as_rgba(a, "a")), premultiply(as_rgba(b, "b"))
-    if p.shape != q.shape:
-        raise ValueError(f"images differ in size: {p.shape[1]}x{p.shape[0]} vs {q.shape[1]}x{q.shape[0]}")
-    d = _max_channel_diff(p, q)
-    return _ramp(np.sqrt(d / 255.0))
-
-
-def ssim_heatmap(ssim_map: np.ndarray) -> np.ndarray:
-    """(H, W, 4) uint8: an SSIM map ((H, W), or (H, W, C) averaged over C) on the ramp.
-
-    SSIM 1 is black; the ramp runs over sqrt(1 - SSIM), so 0.99 sits a tenth of the way along and
-    0 or below is the brightest colour. NaN shows as the brightest colour.
-    """
-    m = np.asarray(ssim_map, np.float64)
-    if m.ndim == 3:
-        m = m.mean(axis=2)
-    if m.ndim != 2:
-        raise ValueError(f"an SSIM map must be (H, W) or (H, W, C), not shape {m.shape}")
-    with np.errstate(invalid="ignore"):
-        t = np.sqrt(np.clip(1.0 - m, 0.0, 1.0))
-    t[np.isnan(m)] = 1.0
-    return _ramp(t)

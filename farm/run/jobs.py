@@ -11,27 +11,29 @@ Workers never write the job file; each writes its batch's result next to it
 `farm run` was interrupted (Ctrl-C, a lost terminal) while Celery workers went on is still
 reported and retried correctly.
 
-The runner is chosen by the broker: ``--broker URL`` or ``FARM_BROKER_URL`` sends batches to Celery
-workers (farm.celery_app); with neither, a local process pool runs the same batch code
-(farm.local).
+The runner is chosen by the broker (farm.run.dispatch): ``--broker URL`` or ``FARM_BROKER_URL``
+sends batches to Celery workers (farm.celery); with neither, a local process pool runs the same
+batch code (farm.run.local).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import re
 import secrets
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from farm.batches import Batch, BatchResult, Plan, expand_manifest, expand_plan
-from farm.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
-from farm.progress import Progress
-from farm.store import Store
+from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
+from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
+from farm.run.dispatch import mode, run_batches
+from farm.run.execute import BatchResult
+from farm.run.progress import Progress
+from farm.settings import broker_url, default_out
+from farm.store import Store, open_store
 
-__all__ = ["JobError", "JobState", "broker_url", "default_out", "retry_job", "run_job", "status_text"]
+__all__ = ["JobError", "JobState", "retry_job", "run_job", "status_text"]
 
 FORMAT = "modelfarm.job/1"
 SAVE_EVERY_S = 1.0
@@ -39,18 +41,6 @@ SAVE_EVERY_S = 1.0
 
 class JobError(RuntimeError):
     """A job that cannot be found or run; the message says what to do."""
-
-
-def default_out() -> str:
-    return os.environ.get("FARM_OUT") or "farm-out"
-
-
-def broker_url(broker: str | None = None) -> str | None:
-    """The broker to use: the argument, else FARM_BROKER_URL, else None (run locally).
-    ``"local"`` runs locally even when FARM_BROKER_URL is set."""
-    if broker == "local":
-        return None
-    return broker or os.environ.get("FARM_BROKER_URL") or None
 
 
 def _now() -> str:
@@ -75,9 +65,9 @@ class JobState:
             job_id = f"{manifest.name}-{stamp}-{secrets.token_hex(2)}"
         if not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", job_id):
             raise JobError(f"job id {job_id!r}: use letters, digits, '.', '_' and '-'")
-        if store.job_path(job_id).exists():
-            raise JobError(f"job {job_id!r} already exists in {store.root}; `farm retry {job_id} --failed` reruns"
-                           f" its failed frames")
+        if store.has_job(job_id):
+            raise JobError(f"job {job_id!r} already exists in {store.location}; `farm retry {job_id} --failed`"
+                           f" reruns its failed frames")
         traces = {k: {**v, "status": "pending", "digest": None, "error": None, "attempts": 0}
                   for k, v in plan.traces.items()}
         data = {
@@ -94,22 +84,23 @@ class JobState:
         """A job by id (in `out`, default FARM_OUT or ./farm-out) or by the path of its jobs/<id>.json."""
         p = Path(job)
         if p.suffix == ".json" and p.is_file():
-            store = Store(p.resolve().parent.parent)
+            store = open_store(p.resolve().parent.parent)
             job_id = p.stem
         else:
-            store = Store(out or default_out())
+            store = open_store(out or default_out())
             job_id = job
         try:
             data = store.read_job(job_id)
         except FileNotFoundError:
             known = store.job_ids()
             hint = f"; jobs there: {', '.join(known[-5:])}" if known else ""
-            raise JobError(f"no job {job_id!r} in {store.root} (pass --out DIR or the path of its jobs/<id>.json)"
-                           f"{hint}") from None
+            raise JobError(f"no job {job_id!r} in {store.location} (pass --out DIR or the path of its"
+                           f" jobs/<id>.json){hint}") from None
         except ValueError as e:
-            raise JobError(f"job file {store.job_path(job_id)} is not valid JSON: {e}") from None
+            raise JobError(f"job file {store.job_location(job_id)} is not valid JSON: {e}") from None
         if data.get("format") != FORMAT:
-            raise JobError(f"{store.job_path(job_id)} is not a modelfarm job file (format {data.get('format')!r})")
+            raise JobError(f"{store.job_location(job_id)} is not a modelfarm job file (format"
+                           f" {data.get('format')!r})")
         return cls(store, data)
 
     # --- properties
@@ -208,7 +199,7 @@ def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: i
     # Longest batches first, so the last ones to finish are short (less idle time at the end).
     batches = sorted(batches, key=lambda b: (-len(b.keys), b.model_rel, b.id))
     frames = sum(len(b.keys) for b in batches)
-    run = {"mode": "celery" if broker else "local", "broker": _redact(broker), "workers": workers,
+    run = {"mode": mode(broker), "broker": _redact(broker), "workers": workers,
            "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
     job.data["runs"].append(run)
     job.dispatched(batches)
@@ -220,14 +211,7 @@ def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: i
         bar.finish(result.batch, len(result.frames), result.failed)
 
     try:
-        if broker:
-            from farm.celery_app import run_celery
-
-            run_celery(job.id, batches, job.store, broker, on_result, bar)
-        else:
-            from farm.local import run_local
-
-            run_local(job.id, batches, job.store, workers, on_result, bar)
+        run_batches(job.id, batches, job.store, broker=broker, workers=workers, on_result=on_result, progress=bar)
     finally:
         bar.close()
         run.update(finished=_now(), seconds=round(time.monotonic() - t0, 3))
@@ -242,7 +226,7 @@ def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | N
     plan = expand_manifest(m)
     if not plan.batches:
         raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
-    store = Store(out or default_out())
+    store = open_store(out or default_out())
     job = JobState.create(store, m, plan, job_id)
     job.save(force=True)
     _execute(job, plan.batches, broker_url(broker), workers, progress)
@@ -280,7 +264,7 @@ def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, 
 def status_text(job: JobState, limit: int = 20) -> str:
     c = job.counts()
     lines = [f"job {job.id}: {c['done']} done, {c['failed']} failed, {c['pending']} pending of {c['total']} frames"
-             f" ({job.store.root})"]
+             f" ({job.store.location})"]
     for run in job.data["runs"]:
         where = f"celery {run['broker']}" if run["mode"] == "celery" else f"local, {run.get('workers') or 'auto'}"
         took = f", {run['seconds']} s" if run.get("seconds") is not None else ", unfinished"
@@ -291,8 +275,8 @@ def status_text(job: JobState, limit: int = 20) -> str:
         for k in failed[:limit]:
             lines.append(f"  {k}: {job.traces[k]['error']}")
         if len(failed) > limit:
-            lines.append(f"  ... and {len(failed) - limit} more (all are in {job.store.job_path(job.id)})")
+            lines.append(f"  ... and {len(failed) - limit} more (all are in {job.store.job_location(job.id)})")
     if failed or c["pending"]:
         what = " ".join(f for f, n in (("--failed", len(failed)), ("--pending", c["pending"])) if n)
-        lines.append(f"rerun with: farm retry {job.id} {what} --out {job.store.root}")
+        lines.append(f"rerun with: farm retry {job.id} {what} --out {job.store.location}")
     return "\n".join(lines)

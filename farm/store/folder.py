@@ -1,4 +1,4 @@
-"""The output store: a folder every worker can reach (local disk, NFS, a shared volume).
+"""The folder store: a folder every worker can reach (local disk, NFS, a shared volume).
 
     OUT/
       images/ab/<sha256>.png      frames, named by the sha256 of their PNG bytes
@@ -7,6 +7,7 @@
       jobs/<job>/index.json       trace key -> image digest, for the traces that rendered
       jobs/<job>/batches/<id>.json  each batch's result, written by the worker that rendered it
       jobs/<job>/attempts/<id>    one line per delivery of a batch (bounds crash loops)
+      jobs/<job>/<name>           artefacts: comparison.json, heatmaps/, diff-<job>.json
       tmp/                        temporary files (same file system, so renames are atomic)
 
 Every file is written to tmp/ and renamed into place, so a reader never sees half a file and a
@@ -21,39 +22,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import uuid
+import shutil
 from pathlib import Path
 
-__all__ = ["Store", "atomic_write", "atomic_write_json"]
+from farm.files import atomic_write, atomic_write_json, json_bytes
+
+__all__ = ["FolderStore"]
 
 
-def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = None) -> None:
-    """Write `data` to `path` through a temporary file in `tmp_dir` (default: path's folder)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tmp_dir) if tmp_dir is not None else path.parent
-    tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        with open(tmp, "wb") as f:  # no fsync: the rename is what readers rely on; a lost frame re-renders
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+class FolderStore:
+    """The store as a folder (see the module docstring); implements farm.store.base.Store."""
 
+    kind = "folder"
 
-def _json_bytes(obj) -> bytes:
-    return (json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) -> None:
-    atomic_write(path, _json_bytes(obj), tmp_dir)
-
-
-class Store:
     def __init__(self, root: str | Path):
         self.root = Path(root).absolute()
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def __repr__(self) -> str:
+        return f"FolderStore({str(self.root)!r})"
 
     # --- layout
     @property
@@ -90,7 +80,7 @@ class Store:
         if not (path.is_file() and path.stat().st_size == len(png)):
             atomic_write(path, png, self.tmp)
         side = self.sidecar_path(digest)
-        data = _json_bytes(sidecar)
+        data = json_bytes(sidecar)
         if not (side.is_file() and side.read_bytes() == data):
             atomic_write(side, data, self.tmp)
         return digest
@@ -115,6 +105,13 @@ class Store:
         finally:
             os.close(fd)
         return path.read_bytes().count(b"\n")
+
+    def deliveries(self, job_id: str, batch_id: str) -> int:
+        """How many times a batch was started since it was last submitted (0: never)."""
+        try:
+            return self.attempts_path(job_id, batch_id).read_bytes().count(b"\n")
+        except FileNotFoundError:
+            return 0
 
     def reset_batch(self, job_id: str, batch_id: str) -> None:
         """Forget a batch's deliveries (the coordinator does this when it submits the batch)."""
@@ -150,3 +147,45 @@ class Store:
 
     def job_ids(self) -> list[str]:
         return sorted(p.stem for p in (self.root / "jobs").glob("*.json"))
+
+    def has_job(self, job_id: str) -> bool:
+        return self.job_path(job_id).exists()
+
+    def job_location(self, job_id: str) -> str:
+        return str(self.job_path(job_id))
+
+    def remove_job(self, job_id: str) -> None:
+        """Forget a job: its document and everything under jobs/<job>/ (images stay: they are shared)."""
+        self.job_path(job_id).unlink(missing_ok=True)
+        shutil.rmtree(self.job_dir(job_id), ignore_errors=True)
+        try:
+            (self.root / "jobs").rmdir()
+        except OSError:
+            pass
+
+    # --- artefacts: files a job's later steps write (comparison results, heatmaps, diffs)
+    def put_artefact(self, job_id: str, name: str, data: bytes) -> str:
+        """Store `data` as the job's artefact `name` (a relative POSIX path); returns its reference."""
+        path = self._artefact_path(job_id, name)
+        atomic_write(path, data, self.tmp)
+        return path.relative_to(self.root).as_posix()
+
+    def read_artefact(self, job_id: str, name: str) -> bytes | None:
+        try:
+            return self._artefact_path(job_id, name).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def local_path(self, ref: str) -> Path | None:
+        """The file behind a reference returned by put_artefact (or an image's), if it exists here."""
+        p = (self.root / ref).resolve()
+        return p if p.is_relative_to(self.root.resolve()) and p.is_file() else None
+
+    def image_ref(self, digest: str) -> str:
+        return self.image_path(digest).relative_to(self.root).as_posix()
+
+    def _artefact_path(self, job_id: str, name: str) -> Path:
+        p = (self.job_dir(job_id) / name).resolve()
+        if not p.is_relative_to(self.job_dir(job_id).resolve()) or name.startswith("/"):
+            raise ValueError(f"artefact name {name!r} leaves the job's folder")
+        return p

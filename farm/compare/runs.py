@@ -34,60 +34,32 @@ match ``similar``), ``changed``, ``added`` (only in head), ``removed`` (only in 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 
-from farm.compare import Comparison, Thresholds, compare, diff_heatmap, image_digest, ssim_heatmap
-from farm.goldens import GoldenIndex, env_key
-from farm.store import atomic_write, atomic_write_json
+from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
+from farm.compare.metrics import Comparison, Thresholds, compare
+from farm.compare.status import statuses
+from farm.files import json_bytes
+from farm.goldens.index import GoldenIndex, env_key, now
+from farm.images import image_digest, png_bytes, read_png
+from farm.plan.keys import parse_key
 
 __all__ = [
     "FORMAT",
-    "GROUPS",
     "compare_run",
     "diff_runs",
-    "group_of",
     "load_results",
     "results_for",
     "verdict",
 ]
 
 FORMAT = "modelfarm.comparison/1"
-# Report order: failures, then new, then passed. Each status belongs to one group.
-GROUPS = {
-    "error": "failed", "rejected": "failed", "fail": "failed", "changed": "failed",
-    "new": "new", "added": "new", "removed": "new",
-    "pass": "passed", "unchanged": "passed",
-}
-
-
-def group_of(status: str) -> str:
-    return GROUPS.get(status, "failed")
-
-
-def _now() -> str:
-    from farm.goldens import now
-
-    return now()
-
-
-def _read_png(data: bytes) -> tuple[np.ndarray, dict | None]:
-    from PIL import Image
-
-    from renderer.png import TRACE_KEY
-
-    with Image.open(io.BytesIO(data)) as im:
-        rgba = np.asarray(im.convert("RGBA"))
-        text = im.text.get(TRACE_KEY) if hasattr(im, "text") else None
-    try:
-        trace = json.loads(text) if text else None
-    except ValueError:
-        trace = None
-    return rgba, trace
+COMPARISON = "comparison.json"  # the job artefact compare_run writes
+_now = now
 
 
 def _job_digest(job) -> str:
@@ -104,10 +76,17 @@ def _thresholds(t: Mapping) -> Thresholds:
 
 
 def _trace_base(key: str, t: Mapping) -> dict:
-    return {"key": key, "model": t.get("model") or key.split("|", 1)[0], "sequence": t.get("sequence"),
+    return {"key": key, "model": t.get("model") or _model_of(key), "sequence": t.get("sequence"),
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
             "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None}
+
+
+def _model_of(key: str) -> str:
+    try:
+        return parse_key(key).model
+    except ValueError:
+        return key
 
 
 class _Frame:
@@ -116,8 +95,8 @@ class _Frame:
     def __init__(self, store, png: str):
         data = store.read_image(png)
         self.png = png
-        self.path = store.image_path(png)
-        self.rgba, trace = _read_png(data)
+        self.ref = store.image_ref(png)
+        self.rgba, trace = read_png(data)
         self.digest = image_digest(self.rgba)
         gl = (trace or {}).get("gl")
         if gl is None:
@@ -144,22 +123,13 @@ def _load_frame(store, t: Mapping) -> tuple[_Frame | None, str | None]:
 
 
 def _write_heatmaps(job, res: dict, new: np.ndarray, old: np.ndarray, cmp: Comparison) -> None:
-    """Difference heatmap and SSIM map as PNGs under jobs/<id>/heatmaps/ (paths relative to the store)."""
-    from renderer.png import png_bytes
-
+    """Difference heatmap and SSIM map as job artefacts heatmaps/*.png (references relative to the store)."""
     if new.shape != old.shape:
         return
-    folder = job.store.job_dir(job.id) / "heatmaps"
-    stem = f"{(cmp.digest or '')[:16]}-{(cmp.golden_digest or '')[:16]}"
-    diff_path = folder / f"{stem}-diff.png"
-    if not diff_path.is_file():
-        atomic_write(diff_path, png_bytes(diff_heatmap(new, old)), job.store.tmp)
-    res["diff_image"] = diff_path.relative_to(job.store.root).as_posix()
+    stem = f"heatmaps/{(cmp.digest or '')[:16]}-{(cmp.golden_digest or '')[:16]}"
+    res["diff_image"] = job.store.put_artefact(job.id, f"{stem}-diff.png", png_bytes(diff_heatmap(new, old)))
     if cmp.ssim_map is not None:
-        ssim_path = folder / f"{stem}-ssim.png"
-        if not ssim_path.is_file():
-            atomic_write(ssim_path, png_bytes(ssim_heatmap(cmp.ssim_map)), job.store.tmp)
-        res["ssim_image"] = ssim_path.relative_to(job.store.root).as_posix()
+        res["ssim_image"] = job.store.put_artefact(job.id, f"{stem}-ssim.png", png_bytes(ssim_heatmap(cmp.ssim_map)))
 
 
 def _golden_info(golden: Mapping, scope: str, scope_env: str, index: GoldenIndex) -> dict:
@@ -205,7 +175,7 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
     for golden in candidates:
         path = index.image_path(golden["png"])
         try:
-            old, _ = _read_png(path.read_bytes())
+            old, _ = read_png(path.read_bytes())
         except OSError:
             continue
         cmp = compare(frame.rgba, old, th)
@@ -241,9 +211,7 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
         results["allow_new"] = bool(allow_new)
     allow = results.get("allow_new", False)
     traces = results["traces"].values()
-    counts = {s: 0 for s in ("pass", "fail", "rejected", "new", "error")}
-    if results.get("kind") == "diff":
-        counts = {s: 0 for s in ("unchanged", "changed", "added", "removed", "error")}
+    counts = {s: 0 for s in statuses(results.get("kind"))}
     for t in traces:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
     counts["total"] = len(results["traces"])
@@ -303,7 +271,7 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
         traces = {k: _compare_trace(job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
     results = {
         "format": FORMAT, "kind": "goldens", "job": job.id, "name": job.data.get("name"),
-        "store": str(job.store.root), "manifest": job.data.get("manifest"), "goldens": str(Path(goldens).absolute()),
+        "store": job.store.location, "manifest": job.data.get("manifest"), "goldens": str(Path(goldens).absolute()),
         "goldens_digest": index.digest(), "job_digest": _job_digest(job), "created": _now(),
         "traces": _sort_traces(traces),
     }
@@ -311,14 +279,17 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
         results["goldens_digest"] = None
     verdict(results, allow_new)
     if write:
-        atomic_write_json(job.store.job_dir(job.id) / "comparison.json", results, job.store.tmp)
+        job.store.put_artefact(job.id, COMPARISON, json_bytes(results))
     return results
 
 
-def load_results(job, name: str = "comparison.json") -> dict | None:
+def load_results(job, name: str = COMPARISON) -> dict | None:
+    raw = job.store.read_artefact(job.id, name)
     try:
-        data = json.loads((job.store.job_dir(job.id) / name).read_text("utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
         return None
     return data if data.get("format") == FORMAT else None
 
@@ -348,7 +319,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
         res.update(status="removed", reason="The trace is in the base run only.", png=None)
         if frame is not None:
             res["golden"] = {"digest": frame.digest, "png": frame.png, "scope": "base", "env": frame.env,
-                             "path": str(frame.path), "run": base.id}
+                             "ref": frame.ref, "run": base.id}
         return res
     new, error_h = _load_frame(head.store, th_)
     if new is not None:
@@ -360,7 +331,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
     old, error_b = _load_frame(base.store, tb)
     if old is not None:
         res["golden"] = {"digest": old.digest, "png": old.png, "scope": "base", "env": old.env,
-                         "path": str(old.path), "run": base.id}
+                         "ref": old.ref, "run": base.id}
     if new is None or old is None:
         res.update(status="error", reason=f"head: {error_h}" if new is None else f"base: {error_b}")
         return res
@@ -385,12 +356,12 @@ def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:
     traces = {k: _diff_trace(base, head, k, base.traces.get(k), head.traces.get(k), heatmaps) for k in keys}
     results = {
         "format": FORMAT, "kind": "diff", "job": head.id, "name": head.data.get("name"),
-        "store": str(head.store.root), "manifest": head.data.get("manifest"),
-        "base": {"job": base.id, "store": str(base.store.root), "manifest": base.data.get("manifest")},
-        "head": {"job": head.id, "store": str(head.store.root), "manifest": head.data.get("manifest")},
+        "store": head.store.location, "manifest": head.data.get("manifest"),
+        "base": {"job": base.id, "store": base.store.location, "manifest": base.data.get("manifest")},
+        "head": {"job": head.id, "store": head.store.location, "manifest": head.data.get("manifest")},
         "created": _now(), "traces": traces,
     }
     verdict(results)
     if write:
-        atomic_write_json(head.store.job_dir(head.id) / f"diff-{base.id}.json", results, head.store.tmp)
+        head.store.put_artefact(head.id, f"diff-{base.id}.json", json_bytes(results))
     return results

@@ -35,6 +35,7 @@ globs that match no file, asset roots that are not folders, TOML syntax. Each na
 and the line of the offending key (tomllib gives no positions for values, so `key_lines` scans
 the text for them).
 
+Render settings are checked by farm.settings (the rules the command line and thumbnails use too).
 Threshold keys are those of `farm.compare.Thresholds` (`min_ssim`, `pixel_delta`,
 `max_pixels_over`); `ssim` and `pixel_bound` are accepted as aliases and stored under the
 canonical names. Only the keys a manifest gives are carried (resolved per trace: job, then model,
@@ -45,7 +46,6 @@ from __future__ import annotations
 
 import difflib
 import glob
-import math
 import os
 import re
 import tomllib
@@ -53,8 +53,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from farm.compare.metrics import Thresholds
+from farm.settings import (
+    RenderSettings,
+    SettingError,
+    check_assets,
+    check_background,
+    check_camera,
+    check_int,
+    check_missing_textures,
+    check_msaa,
+    check_size,
+    check_team,
+    check_time,
+    type_name,
+)
+
 __all__ = [
-    "MSAA_VALUES",
     "Manifest",
     "ManifestError",
     "ModelPlan",
@@ -64,22 +79,14 @@ __all__ = [
     "parse_manifest",
 ]
 
-MSAA_VALUES = (0, 1, 2, 4, 8, 16)
-MAX_SIZE = 8192
-MAX_TEAM = 27
 THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
-_THRESHOLD_RANGES = {  # used only when farm.compare is not importable
-    "min_ssim": (-1.0, 1.0, False),
-    "pixel_delta": (0, 255, True),
-    "max_pixels_over": (0.0, 1.0, False),
-}
 
 # Render settings: allowed at the top level and in each [[models]] entry.
 SETTINGS = ("assets", "size", "msaa", "background", "camera", "team", "missing_textures", "sequences",
             "timestamps", "every", "thresholds")
 TOP_KEYS = ("name", "models", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
-THRESHOLD_TABLE_KEYS = ("min_ssim", "pixel_delta", "max_pixels_over", *THRESHOLD_ALIASES)
+THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
 
 
 class ManifestError(ValueError):
@@ -111,14 +118,7 @@ class ModelPlan:
 
     path: str  # absolute
     rel: str  # relative to the manifest's folder (POSIX separators): names the model in trace keys
-    assets: tuple = ()
-    width: int = 256
-    height: int = 256
-    msaa: int = 0
-    background: str = "transparent"
-    camera: str = "auto"
-    team: int = 0
-    missing_textures: str = "checker"
+    settings: RenderSettings = field(default_factory=RenderSettings)
     sequences: Any = "all"  # "all" or a list of names / indices
     timestamps: tuple | None = (0,)  # ms (int) and fractions ("50%"); None when `every` is used
     every: int | None = None
@@ -128,9 +128,7 @@ class ModelPlan:
 
     def to_dict(self) -> dict:
         return {
-            "path": self.path, "rel": self.rel, "assets": list(self.assets), "width": self.width,
-            "height": self.height, "msaa": self.msaa, "background": self.background, "camera": self.camera,
-            "team": self.team, "missing_textures": self.missing_textures,
+            "path": self.path, "rel": self.rel, **self.settings.to_dict(),
             "sequences": self.sequences if self.sequences == "all" else list(self.sequences),
             "timestamps": None if self.timestamps is None else list(self.timestamps), "every": self.every,
             "thresholds": dict(self.thresholds), "entry": self.entry, "line": self.line,
@@ -138,11 +136,10 @@ class ModelPlan:
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelPlan:
-        d = dict(d)
-        d["assets"] = tuple(d.get("assets", ()))
-        if d.get("timestamps") is not None:
-            d["timestamps"] = tuple(d["timestamps"])
-        return cls(**d)
+        settings, rest = RenderSettings.split(d)
+        if rest.get("timestamps") is not None:
+            rest["timestamps"] = tuple(rest["timestamps"])
+        return cls(**rest, settings=settings)
 
 
 @dataclass
@@ -300,9 +297,15 @@ def _where(key: tuple) -> str:
     return f"{head}: {rest!r}" if rest else head
 
 
-def _type_name(value) -> str:
-    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}.get(
-        type(value), type(value).__name__)
+_type_name = type_name
+
+
+def _setting(ctx: _Ctx, key: tuple, check, value, *args):
+    """A value checked by farm.settings' rule, its error placed at the key's line."""
+    try:
+        return check(value, _where(key), *args)
+    except SettingError as e:
+        raise ctx.error(key, str(e)) from None
 
 
 def _check_keys(ctx: _Ctx, table: dict, known: tuple, key: tuple, what: str) -> None:
@@ -313,68 +316,13 @@ def _check_keys(ctx: _Ctx, table: dict, known: tuple, key: tuple, what: str) -> 
             raise ctx.error((*key, k), f"unknown key {k!r} in {what}{hint} (known keys: {', '.join(known)})")
 
 
-def _int(ctx: _Ctx, key: tuple, value, lo: int, hi: int | None = None, allowed=None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ctx.error(key, f"{_where(key)} must be an integer, not {_type_name(value)} {value!r}")
-    if allowed is not None and value not in allowed:
-        raise ctx.error(key, f"{_where(key)} must be one of {', '.join(map(str, allowed))}, not {value}")
-    if value < lo or (hi is not None and value > hi):
-        rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise ctx.error(key, f"{_where(key)} must be {rng}, not {value}")
-    return value
+def _int(ctx: _Ctx, key: tuple, value, lo: int, hi: int | None = None) -> int:
+    return _setting(ctx, key, check_int, value, lo, hi)
 
 
 def _str(ctx: _Ctx, key: tuple, value) -> str:
     if not isinstance(value, str):
         raise ctx.error(key, f"{_where(key)} must be a string, not {_type_name(value)} {value!r}")
-    return value
-
-
-def _size(ctx: _Ctx, key: tuple, value) -> tuple[int, int]:
-    if isinstance(value, str):
-        m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*", value)
-        if not m:
-            raise ctx.error(key, f"{_where(key)} must look like \"512x512\" or [512, 512], not {value!r}")
-        w, h = int(m.group(1)), int(m.group(2))
-    elif isinstance(value, list):
-        if len(value) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-            raise ctx.error(key, f"{_where(key)} must be two integers [width, height], not {value!r}")
-        w, h = value
-    else:
-        raise ctx.error(key, f"{_where(key)} must be a string \"WxH\" or [width, height], not "
-                             f"{_type_name(value)} {value!r}")
-    if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
-        raise ctx.error(key, f"{_where(key)} {w}x{h} is outside 1..{MAX_SIZE}")
-    return w, h
-
-
-def _background(ctx: _Ctx, key: tuple, value) -> str:
-    value = _str(ctx, key, value)
-    if value == "transparent":
-        return value
-    if not re.fullmatch(r"#[0-9a-fA-F]{6}", value):
-        raise ctx.error(key, f"{_where(key)} must be \"transparent\" or \"#rrggbb\", not {value!r}")
-    return value.lower()
-
-
-def _camera(ctx: _Ctx, key: tuple, value) -> str:
-    value = _str(ctx, key, value).strip()
-    if not value or "|" in value:
-        raise ctx.error(key, f"{_where(key)} must be \"auto\", a camera name or ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]"
-                             f" (no '|'), not {value!r}")
-    if re.fullmatch(r"[-+0-9.eE,:\s]+", value):  # looks explicit: check the numbers
-        groups = value.split(":")
-        ok = 2 <= len(groups) <= 4 and all(len(g.split(",")) == 3 for g in groups[:3])
-        if ok and len(groups) == 4:
-            ok = len(groups[3].split(",")) == 1
-        try:
-            if ok:
-                [float(x) for g in groups for x in g.split(",")]
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ctx.error(key, f"{_where(key)}: an explicit camera is ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]],"
-                                 f" not {value!r}")
     return value
 
 
@@ -411,7 +359,7 @@ def _timestamps(ctx: _Ctx, key: tuple, value) -> tuple:
         if isinstance(v, int) and not isinstance(v, bool):
             if v < 0:
                 raise ctx.error(key, f"{_where(key)}[{i}] must be >= 0 ms, not {v}")
-            out.append(v)
+            out.append(_setting(ctx, key, check_time, v))
         elif isinstance(v, str):
             m = _FRACTION.fullmatch(v)
             if not m or not 0.0 <= float(m.group(1)) <= 100.0:
@@ -442,68 +390,27 @@ def _canonical_thresholds(ctx: _Ctx, key: tuple, table: dict, extra: tuple = ())
 
 
 def _validate_thresholds(ctx: _Ctx, key: tuple, values: dict, table: dict) -> None:
-    """Check the values as the comparison will (farm.compare.Thresholds when it is importable)."""
+    """Each value checked by the comparison's own rule (farm.compare.Thresholds)."""
     reverse = {v: k for k, v in THRESHOLD_ALIASES.items()}
-
-    def original(name: str) -> str:
-        return name if name in table else reverse.get(name, name)
-
-    try:
-        from farm.compare import Thresholds
-    except ImportError:  # the comparison is optional at this layer; same rules, kept here
-        Thresholds = None
     for name, v in values.items():
-        lo, hi, integer = _THRESHOLD_RANGES[name]
-        ok_type = isinstance(v, int) if integer else isinstance(v, (int, float))
-        if isinstance(v, bool) or not ok_type:
-            kind = "an integer" if integer else "a number"
-            raise ctx.error((*key, original(name)), f"threshold {original(name)!r} in {_where(key)} must be {kind},"
-                                                     f" not {_type_name(v)} {v!r}")
-        if not (math.isfinite(v) and lo <= v <= hi):
-            raise ctx.error((*key, original(name)), f"threshold {original(name)!r} in {_where(key)} must be between"
-                                                     f" {lo:g} and {hi:g}, not {v!r}")
-    if Thresholds is not None:
+        given = name if name in table else reverse.get(name, name)
         try:
-            Thresholds.from_dict(values)
+            Thresholds.from_dict({name: v})
         except ValueError as e:
-            raise ctx.error(key, f"{_where(key)}: {e}") from None
-
-
-def _assets(ctx: _Ctx, key: tuple, value, root: Path) -> tuple:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or any(not isinstance(v, str) for v in value):
-        raise ctx.error(key, f"{_where(key)} must be a list of folders, not {_type_name(value)} {value!r}")
-    out = []
-    for v in value:
-        p = (root / v).resolve()
-        if not p.is_dir():
-            raise ctx.error(key, f"{_where(key)}: asset root {v!r} is not a folder (looked for {p})")
-        out.append(str(p))
-    return tuple(out)
+            raise ctx.error((*key, given), f"{str(e).replace(repr(name), repr(given))} (in {_where(key)})") from None
 
 
 def _settings(ctx: _Ctx, table: dict, key: tuple, root: Path) -> dict:
     """Validate the render settings present in `table`; returns {name: value} for those given."""
     s: dict[str, Any] = {}
     if "assets" in table:
-        s["assets"] = _assets(ctx, (*key, "assets"), table["assets"], root)
+        s["assets"] = _setting(ctx, (*key, "assets"), check_assets, table["assets"], root)
     if "size" in table:
-        s["width"], s["height"] = _size(ctx, (*key, "size"), table["size"])
-    if "msaa" in table:
-        s["msaa"] = _int(ctx, (*key, "msaa"), table["msaa"], 0, 16, allowed=MSAA_VALUES)
-    if "background" in table:
-        s["background"] = _background(ctx, (*key, "background"), table["background"])
-    if "camera" in table:
-        s["camera"] = _camera(ctx, (*key, "camera"), table["camera"])
-    if "team" in table:
-        s["team"] = _int(ctx, (*key, "team"), table["team"], 0, MAX_TEAM)
-    if "missing_textures" in table:
-        v = _str(ctx, (*key, "missing_textures"), table["missing_textures"])
-        if v not in ("checker", "white"):
-            raise ctx.error((*key, "missing_textures"), f"{_where((*key, 'missing_textures'))} must be \"checker\""
-                                                        f" or \"white\", not {v!r}")
-        s["missing_textures"] = v
+        s["width"], s["height"] = _setting(ctx, (*key, "size"), check_size, table["size"])
+    for name, check in (("msaa", check_msaa), ("background", check_background), ("camera", check_camera),
+                        ("team", check_team), ("missing_textures", check_missing_textures)):
+        if name in table:
+            s[name] = _setting(ctx, (*key, name), check, table[name])
     if "sequences" in table:
         s["sequences"] = _sequences(ctx, (*key, "sequences"), table["sequences"])
     if "timestamps" in table and "every" in table:
@@ -616,11 +523,12 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
         settings = {**defaults, **own}
         settings["assets"] = tuple(dict.fromkeys((*defaults.get("assets", ()), *own.get("assets", ()))))
         settings["thresholds"] = {**defaults.get("thresholds", {}), **own.get("thresholds", {})}
+        render = RenderSettings(**{k: settings.pop(k) for k in RenderSettings.FIELDS if k in settings})
         for f in files:
             resolved = f.resolve()
             chosen.pop(resolved, None)  # the last entry matching a file wins (and orders it)
             chosen[resolved] = ModelPlan(path=str(resolved), rel=_rel(f, root), entry=i + 1,
-                                         line=_line(ctx.lines, key), **settings)
+                                         line=_line(ctx.lines, key), settings=render, **settings)
     return Manifest(path=str(path.resolve()) if path.exists() else str(path), name=name,
                     plans=sorted(chosen.values(), key=lambda p: p.rel), trace_thresholds=trace_thresholds, text=text,
                     shown_as=str(path))

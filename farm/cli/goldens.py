@@ -1,5 +1,4 @@
-"""The golden-image commands of `farm` (registered by farm.cli): compare, approve, reject, goldens,
-report, serve, diff; and the comparison step of `farm run` and `farm demo`.
+"""The golden-image commands of `farm`: compare, approve, reject, goldens, report, serve, diff.
 
 Exit statuses: 0 when the comparison passed (or a command did what it was asked), 1 when it failed
 (or `farm goldens` found stale or missing goldens, or `farm diff` found changes), 2 for usage errors
@@ -12,99 +11,18 @@ Where the goldens are: ``--goldens DIR``, else $FARM_GOLDENS, else next to the r
 from __future__ import annotations
 
 import sys
+import webbrowser
 from pathlib import Path
 
-__all__ = ["add_parsers", "compare_after_run", "summary_text"]
+from farm import goldens as G
+from farm.cli.common import UsageError, goldens_dir, load_job, write_reports
+from farm.compare.runs import diff_runs, results_for
+from farm.plan.batches import expand_manifest
+from farm.plan.manifest import load_manifest
+from farm.report.serve import serve
+from farm.report.text import summary_text
 
-
-class UsageError(RuntimeError):
-    pass
-
-
-def _job(ref: str, out: str | None):
-    from farm.jobs import JobState
-
-    job = JobState.load(ref, out)
-    job.merge_worker_results()
-    return job
-
-
-def goldens_dir(explicit: str | None, job=None, manifest: str | None = None, required: bool = True) -> Path | None:
-    from farm.goldens import INDEX_NAME, find_goldens
-
-    folder = find_goldens(manifest or (job.data.get("manifest") if job is not None else None), explicit)
-    if folder is None and Path("goldens", INDEX_NAME).is_file() and job is None:
-        folder = Path("goldens")
-    if folder is None and required:
-        where = f" next to {manifest or job.data.get('manifest')}" if (manifest or job is not None) else ""
-        raise UsageError(f"no golden index found{where} (index.jsonl in the manifest's folder or its goldens/);"
-                         f" pass --goldens DIR (a new folder is created by the first `farm approve`)")
-    return folder
-
-
-def summary_text(results: dict, limit: int = 20, report: str | Path | None = None) -> str:
-    from farm.report.html import approve_command, sort_traces
-
-    c = results["counts"]
-    diff = results.get("kind") == "diff"
-    if diff:
-        head = f"diff {results['base']['job']} -> {results['head']['job']}: " + (
-            "no changes" if results["verdict"] == "same" else "CHANGED")
-        order = ("changed", "added", "removed", "error", "unchanged")
-    else:
-        head = f"compare {results['job']}: {'PASSED' if results['verdict'] == 'pass' else 'FAILED'}"
-        order = ("fail", "rejected", "error", "new", "pass")
-    parts = ", ".join(f"{c[s]} {s}" for s in order if c.get(s))
-    lines = [f"{head}: {parts or 'nothing'} of {c['total']} traces ({results['compared']} compared)"]
-    interesting = [t for t in sort_traces(results["traces"].values()) if t["status"] not in ("pass", "unchanged")]
-    for t in interesting[:limit]:
-        reason = f": {t['reason']}" if t.get("reason") and t["status"] != "new" else ""
-        lines.append(f"  {t['status']:<8} {t['key']}{reason}")
-    if len(interesting) > limit:
-        lines.append(f"  ... and {len(interesting) - limit} more (see the report)")
-    similar = sum(1 for t in results["traces"].values() if t.get("match") == "similar")
-    if similar:
-        lines.append(f"  ({similar} passed within the thresholds without being identical to their golden)")
-    for p in results.get("problems", []):
-        lines.append(f"problem: {p}")
-    if report:
-        lines.append(f"report: {report}")
-    if not diff:
-        if c.get("new"):
-            lines.append(f"approve the new traces after review: {approve_command(results, extra=('--new',))}")
-        if c.get("fail"):
-            lines.append(f"approve the failed traces after review: {approve_command(results, extra=('--failed',))}")
-    return "\n".join(lines)
-
-
-def _write_reports(results: dict, folder: str | Path | None, image_base: str = "img/") -> Path | None:
-    if not folder:
-        return None
-    from farm.report import write_report
-
-    paths = write_report(results, folder, image_base=image_base)
-    return paths["html"]
-
-
-def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                      required: bool = False) -> int | None:
-    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for)."""
-    from farm.compare_runs import compare_run
-    from farm.goldens import GoldenError
-
-    try:
-        folder = goldens_dir(explicit_goldens, job, required=required)
-        if folder is None:
-            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared (pass --goldens"
-                  f" DIR)")
-            return None
-        results = compare_run(job, folder, allow_new=allow_new)
-    except (UsageError, GoldenError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    html = _write_reports(results, report)
-    print(summary_text(results, report=html))
-    return 0 if results["verdict"] == "pass" else 1
+__all__ = ["add_parsers"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -113,12 +31,10 @@ def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = Fa
 
 def _compare_and_print(args, report_dir) -> dict:
     """Compare the run with its goldens, write the reports to report_dir (if any), print the summary."""
-    from farm.compare_runs import results_for
-
-    job = _job(args.run, args.out)
+    job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job)
     results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
-    html = _write_reports(results, report_dir, args.image_base)
+    html = write_reports(results, report_dir, args.image_base)
     print(summary_text(results, limit=args.limit, report=html))
     return results
 
@@ -148,8 +64,6 @@ def _print_record(verb: str, rec: dict | None, skipped: list[str], folder: Path)
 
 
 def cmd_approve(args) -> int:
-    from farm import goldens as G
-
     by = G.default_user(args.by)
     if args.undo:
         if args.run or args.trace or args.new or args.failed or args.all:
@@ -169,7 +83,7 @@ def cmd_approve(args) -> int:
     if not (args.trace or args.new or args.failed or args.all):
         raise UsageError("say what to approve: --trace PATTERN, --new, --failed or --all (nothing is approved by"
                          " default)")
-    job = _job(args.run, args.out)
+    job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job, required=False)
     if folder is None:
         raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR (created when"
@@ -177,8 +91,6 @@ def cmd_approve(args) -> int:
     statuses = None
     results = None
     if not args.all and (args.new or args.failed):
-        from farm.compare_runs import results_for
-
         results = results_for(job, folder)
         statuses = ({"new"} if args.new else set()) | ({"fail"} if args.failed else set())
     keys = G.select_traces(job, args.trace or (), statuses, results)
@@ -191,9 +103,7 @@ def cmd_approve(args) -> int:
 
 
 def cmd_reject(args) -> int:
-    from farm import goldens as G
-
-    job = _job(args.run, args.out)
+    job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job, required=False)
     if folder is None:
         raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR")
@@ -207,14 +117,9 @@ def cmd_reject(args) -> int:
 
 
 def cmd_goldens(args) -> int:
-    from farm import goldens as G
-
     folder = goldens_dir(args.goldens, None, manifest=args.stale)
     index = G.GoldenIndex.load(folder)
     if args.stale:
-        from farm.batches import expand_manifest
-        from farm.manifest import load_manifest
-
         keys = set(expand_manifest(load_manifest(args.stale)).traces)
         report = G.stale(folder, keys)
         for trace, env in report.entries:
@@ -259,9 +164,7 @@ def cmd_report(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    from farm.serve import serve
-
-    job = _job(args.run, args.out)
+    job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job, required=False)
     if folder is None:
         raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR (created by the"
@@ -270,8 +173,6 @@ def cmd_serve(args) -> int:
     def ready(url: str) -> None:
         print(f"farm serve: {job.id} against {folder} on {url} (Ctrl-C stops)", flush=True)
         if args.open:
-            import webbrowser
-
             webbrowser.open(url)
 
     try:
@@ -284,44 +185,16 @@ def cmd_serve(args) -> int:
 
 
 def cmd_diff(args) -> int:
-    from farm.compare_runs import diff_runs
-
-    base = _job(args.base, args.base_out or args.out)
-    head = _job(args.head, args.head_out or args.out)
+    base = load_job(args.base, args.base_out or args.out)
+    head = load_job(args.head, args.head_out or args.out)
     results = diff_runs(base, head)
-    html = _write_reports(results, args.output, args.image_base)
+    html = write_reports(results, args.output, args.image_base)
     print(summary_text(results, limit=args.limit, report=html))
     return 0 if results["verdict"] == "same" else 1
 
 
 # --------------------------------------------------------------------------------------------
 # Parsers
-
-
-def _guarded(func):
-    """`func`, with usage errors and broken golden folders turned into one sentence and exit status 2."""
-
-    def run(args) -> int:
-        from farm.goldens import GoldenError
-
-        try:
-            return func(args)
-        except (UsageError, GoldenError) as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-
-    run.__name__ = func.__name__
-    run.__doc__ = func.__doc__
-    return run
-
-
-def add_run_options(s) -> None:
-    """The comparison options of `farm run`."""
-    g = s.add_argument_group("comparison with goldens (when the manifest has goldens, or with --goldens)")
-    g.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the manifest)")
-    g.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the run")
-    g.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
-    g.add_argument("--no-compare", action="store_true", help="render only, even when goldens exist")
 
 
 def _run_args(s) -> None:
@@ -338,7 +211,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
-    s.set_defaults(func=_guarded(cmd_compare))
+    s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo the last decision)")
     s.add_argument("run", metavar="RUN", nargs="?", help="job id (in --out) or the path of its jobs/<id>.json")
@@ -355,7 +228,7 @@ def add_parsers(sub) -> None:
                                                       " than one correct output)")
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--undo", action="store_true", help="reverse the last approve/reject/prune (repeat to go back)")
-    s.set_defaults(func=_guarded(cmd_approve))
+    s.set_defaults(func=cmd_approve)
 
     s = sub.add_parser("reject", help="mark the images a run stored as known-bad for their traces")
     s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
@@ -364,7 +237,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--reason", help="why (shown when a later run renders the same image)")
     s.add_argument("--env", action="store_true", help="reject for the rendering environment only")
     s.add_argument("--by", help="who rejects (default: $FARM_USER, git user.name/email, $USER)")
-    s.set_defaults(func=_guarded(cmd_reject))
+    s.set_defaults(func=cmd_reject)
 
     s = sub.add_parser("goldens", help="what a goldens folder holds; --stale MANIFEST: goldens no trace uses")
     s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, next to --stale's manifest, ./goldens)")
@@ -374,7 +247,7 @@ def add_parsers(sub) -> None:
                                                         " farm approve --undo)")
     s.add_argument("--by", help="who prunes")
     s.add_argument("--limit", type=int, default=5, help="recent decisions to list (default 5)")
-    s.set_defaults(func=_guarded(cmd_goldens))
+    s.set_defaults(func=cmd_goldens)
 
     s = sub.add_parser("report", help="write a run's HTML report, junit.xml and summary.md")
     s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
@@ -385,7 +258,7 @@ def add_parsers(sub) -> None:
                                                         " folder is published at)")
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
-    s.set_defaults(func=_guarded(cmd_report))
+    s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
     s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
@@ -395,7 +268,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
     s.add_argument("--open", action="store_true", help="open the page in a browser")
-    s.set_defaults(func=_guarded(cmd_serve))
+    s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("diff", help="compare two runs: changed, added and removed traces (exit 1 on changes)")
     s.add_argument("base", metavar="BASE", help="the run before (job id or jobs/<id>.json)")
@@ -406,6 +279,6 @@ def add_parsers(sub) -> None:
     s.add_argument("--head-out", help="HEAD's store, when it differs")
     s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
-    s.set_defaults(func=_guarded(cmd_diff))
+    s.set_defaults(func=cmd_diff)
 
 

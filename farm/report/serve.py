@@ -34,7 +34,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from farm import goldens as G
-from farm.compare_runs import compare_run, results_for
+from farm.compare.runs import compare_run, results_for
 from farm.report.html import write_report
 
 __all__ = ["ReportServer", "serve"]

@@ -37,6 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
+from farm.run.budget import Budgets, limit_memory
+from renderer.frame import Frame, Renderer, model_hash
+from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
+
 __all__ = [
     "RENDERERS",
     "SyntheticRenderer",
@@ -63,8 +67,6 @@ def renderer_kind(kind: str | None = None) -> str:
 
 def configure_threads(concurrency: int) -> int:
     """LP_NUM_THREADS for this process: kept when the user set it, else cores // concurrency."""
-    from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
-
     if _USER_LP and os.environ.get("LP_NUM_THREADS", "").isdigit():
         return int(os.environ["LP_NUM_THREADS"])
     return set_llvmpipe_threads(llvmpipe_threads(max(1, int(concurrency))))
@@ -79,15 +81,17 @@ def _create(kind: str):
         return factory()
     if kind == "synthetic":
         return SyntheticRenderer(float(os.environ.get("FARM_SYNTHETIC_DELAY_MS", "0") or 0))
-    from renderer.frame import Renderer
-
     return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto")
 
 
 def init_process(concurrency: int, kind: str | None = None, eager: bool = True) -> None:
-    """Set up this worker process: thread count first, then (eagerly) the renderer and its context."""
+    """Set up this worker process: thread count first, the memory budget (farm.run.budget), then
+    (eagerly) the renderer and its context."""
     kind = renderer_kind(kind)
     _state.update(kind=kind, pid=os.getpid(), renderer=None)
+    cap = limit_memory(Budgets.from_env().memory_mib)
+    if cap is not None:
+        log.info("pid %s: memory limit %d MiB (FARM_MEMORY_LIMIT_MB)", os.getpid(), cap >> 20)
     try:
         threads = configure_threads(concurrency)
     except (RuntimeError, ValueError) as e:  # too late (a driver is loaded) or a bad value: say so, go on
@@ -142,8 +146,6 @@ class SyntheticRenderer:
         return {"renderer": "synthetic", "version": self.VERSION}
 
     def render(self, model, spec, model_digest: str | None = None):
-        from renderer.frame import Frame, model_hash
-
         if self.delay_ms:
             time.sleep(self.delay_ms / 1000.0)
         seq = spec.sequence

@@ -1,0 +1,7 @@
+"""`python -m farm ...`: the same as `farm ...`."""
+
+import sys
+
+from farm.cli import main
+
+sys.exit(main())

@@ -1,0 +1,215 @@
+"""The Celery app: its configuration from FARM_* variables, the beat schedule, the worker signals.
+
+Start workers anywhere the package is installed (``farm.celery`` is the app; from the repository
+root ``celery -A tasks`` works too):
+
+    FARM_BROKER_URL=redis://host:6379/0 celery -A farm.celery worker --pool prefork --concurrency 2 -E
+
+Configuration comes from the environment, read when this module is imported:
+
+=============================  =========================================================  ============
+variable                       meaning                                                    default
+=============================  =========================================================  ============
+FARM_BROKER_URL                broker (Redis URL)                                         redis://127.0.0.1:6379/0
+FARM_RESULT_BACKEND            result backend (progress states and batch results)         the broker URL
+FARM_QUEUE                     queue the batches go to and workers consume                ``farm``
+FARM_SOFT_TIME_LIMIT           seconds a batch may take; then its remaining frames fail   600
+FARM_TIME_LIMIT                hard limit: the pool process is killed                     soft + 60
+FARM_VISIBILITY_TIMEOUT        Redis redelivers an unacked batch after this (> hard)      hard + 60
+FARM_RESTORE_INTERVAL          seconds between sweeps that requeue unacked batches        10
+FARM_FRAME_TIME_LIMIT          seconds one frame may take (farm.run.budget)               120
+FARM_MEMORY_LIMIT_MB           private memory per pool process (farm.run.budget)          4096
+FARM_MAX_TASKS_PER_CHILD       recycle a pool process after this many batches             100
+FARM_MAX_MEMORY_PER_CHILD      ... or when its resident memory exceeds this (KiB)         2097152 (2 GiB)
+FARM_TASK_MAX_RETRIES          retries of a batch after a transient failure               3
+FARM_RETRY_BACKOFF             first retry delay, seconds (doubles, capped, jittered)     2
+FARM_RETRY_BACKOFF_MAX         longest retry delay, seconds                               60
+FARM_MAX_DELIVERIES            a batch whose worker died this many times fails            3
+FARM_OUT                       the store as this worker sees it (else the client's path)  -
+FARM_RENDERER / FARM_GL_BACKEND  see farm.run.worker                                      gl / auto
+=============================  =========================================================  ============
+
+The tasks are farm.celery.tasks, the client side (send a job's batches, follow them) is
+farm.celery.client.
+
+GL lifecycle (farm.run.worker): nothing GL is imported here or in the worker's main process.
+``worker_init`` (main process) records the pool size and refuses pools other than prefork;
+``worker_process_init`` (each pool process, after the fork) sets LP_NUM_THREADS to
+cores // concurrency and creates that process's one renderer and GL context;
+``worker_process_shutdown`` releases it.
+
+Timeouts, and what they trade. A worker that dies whole (SIGKILL, a lost machine) leaves its
+batch unacknowledged in Redis; Redis hands it to another worker once the visibility timeout has
+passed (checked every FARM_RESTORE_INTERVAL seconds). The visibility timeout must be longer than
+the longest a batch may run (the hard time limit), or a running batch is handed to a second worker
+too. So the defaults are short and agree: 600 s soft limit per batch (then its remaining frames
+fail with that reason), hard limit 660 s, visibility 720 s: a dead worker's batch runs again within
+about 12 minutes. A farm whose batches legitimately take longer (huge models, thousands of frames
+per sequence) raises all three together; one that wants faster recovery lowers them (the fault
+tests run with 10/15/20 s). A pool process that dies (the OOM killer, a driver crash) is noticed by
+its worker at once (reject-on-worker-lost) and its batch goes back to the queue without waiting.
+
+Redis restarts: workers reconnect on their own (broker_connection_retry, a result backend that
+retries); a batch that finished while Redis was away still has its result in the store, which the
+client reads when the result backend lost it; the client (`farm run --broker`) waits and reconnects
+for up to FARM_BROKER_RETRY_S seconds (default 300) before it gives up with one sentence. Redis
+itself must keep its data across a restart (AOF: see docker/compose.yaml), or queued batches are
+lost and `farm retry JOB --pending` sends them again.
+
+Delivery: late acks and reject-on-worker-lost (a batch whose process dies goes back to the queue
+and runs again; the store makes the second run write the same files), prefetch 1 (a busy process
+holds no queued batches), a visibility timeout longer than the hard limit (Redis never hands a
+running batch to a second worker), soft and hard time limits per batch. A transient failure (no GL
+context in that process, the store not writable) retries with exponential backoff and asks to be
+run by another worker: the retried task carries the hosts it failed on, and a worker among them
+passes it on (at most twice) before running it itself.
+
+Progress: each task stores the state ``PROGRESS`` with ``{done, total, failed, batch, pid, hostname}``
+in the result backend as its frames finish (at most 20 times a second; `farm run` draws it), and
+sends the same fields as a custom ``task-progress`` event (at most twice a second) that Flower
+shows as the task's state and fields.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from celery import Celery, signals
+
+from farm.nightly import NIGHTLY_QUEUE, nightly_settings
+from farm.nightly import TASK_NAME as NIGHTLY_TASK
+from farm.run import worker
+from farm.settings import env_int
+
+__all__ = ["DEFAULT_QUEUE", "RENDER_TASK", "app", "beat_schedule", "config_from_env"]
+
+RENDER_TASK = "farm.render_batch"
+DEFAULT_QUEUE = "farm"
+
+
+def _int_env(name: str, default: int, environ=None) -> int:
+    return env_int(name, default, environ)
+
+
+def config_from_env(environ=None) -> dict:
+    """Celery settings from FARM_* variables (see the module docstring)."""
+    env = os.environ if environ is None else environ
+    broker = env.get("FARM_BROKER_URL") or "redis://127.0.0.1:6379/0"
+    soft = _int_env("FARM_SOFT_TIME_LIMIT", 600, env)
+    hard = _int_env("FARM_TIME_LIMIT", soft + 60, env)
+    if hard <= soft:
+        raise ValueError(f"FARM_TIME_LIMIT ({hard} s) must be longer than FARM_SOFT_TIME_LIMIT ({soft} s)")
+    visibility = _int_env("FARM_VISIBILITY_TIMEOUT", hard + 60, env)
+    restore = _int_env("FARM_RESTORE_INTERVAL", 10, env) or 10
+    if visibility <= hard:
+        raise ValueError(f"FARM_VISIBILITY_TIMEOUT ({visibility} s) must be longer than the hard time limit"
+                         f" FARM_TIME_LIMIT ({hard} s), or Redis hands running batches to a second worker")
+    queue = env.get("FARM_QUEUE") or DEFAULT_QUEUE
+    return {
+        "broker_url": broker,
+        "result_backend": env.get("FARM_RESULT_BACKEND") or broker,
+        "broker_connection_retry_on_startup": True,
+        "broker_connection_retry": True,
+        "broker_connection_max_retries": None,  # a worker waits for Redis as long as it takes
+        "broker_transport_options": {"visibility_timeout": visibility, "unacked_restore_interval": restore,
+                                     "unacked_restore_throttle": 1},
+        "result_backend_transport_options": {"visibility_timeout": visibility},
+        "result_backend_always_retry": True,  # a result stored while Redis restarts is retried, not lost
+        "result_backend_max_retries": 30,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,  # let them finish; their ack survives (AOF)
+        "task_default_queue": queue,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "task_acks_on_failure_or_timeout": True,
+        "task_track_started": True,
+        "task_send_sent_event": True,
+        "worker_send_task_events": True,
+        "worker_prefetch_multiplier": 1,
+        "worker_pool": "prefork",
+        "worker_max_tasks_per_child": _int_env("FARM_MAX_TASKS_PER_CHILD", 100, env) or None,
+        "worker_max_memory_per_child": _int_env("FARM_MAX_MEMORY_PER_CHILD", 2 * 1024 * 1024, env) or None,
+        "task_soft_time_limit": soft,
+        "task_time_limit": hard,
+        "result_expires": 7 * 24 * 3600,
+        "farm_task_max_retries": _int_env("FARM_TASK_MAX_RETRIES", 3, env),
+        "farm_retry_backoff": _int_env("FARM_RETRY_BACKOFF", 2, env),
+        "farm_retry_backoff_max": _int_env("FARM_RETRY_BACKOFF_MAX", 60, env),
+        "farm_max_deliveries": _int_env("FARM_MAX_DELIVERIES", 3, env) or 3,
+    }
+
+
+def _abs(path: str | None) -> str | None:
+    """Paths as beat sees them, made absolute: the worker that runs the task may start elsewhere."""
+    return None if path is None else str(Path(path).absolute())
+
+
+def beat_schedule(environ=None) -> dict:
+    """Celery's beat_schedule: one entry running the nightly task at HOUR:MINUTE, or {}."""
+    s = nightly_settings(environ)
+    if s is None:
+        return {}
+    from celery.schedules import crontab
+
+    return {
+        "farm-nightly": {
+            "task": NIGHTLY_TASK,
+            "schedule": crontab(hour=s["hour"], minute=s["minute"]),
+            "kwargs": {"manifest": _abs(s["manifest"]), "reports": _abs(s["reports"]), "goldens": _abs(s["goldens"]),
+                       "out": _abs(s["out"])},
+            "options": {"queue": s["queue"], "expires": 20 * 3600},
+        }
+    }
+
+
+def _nightly_routes(environ=None) -> dict:
+    settings = nightly_settings(environ) or {}
+    return {NIGHTLY_TASK: {"queue": settings.get("queue") or NIGHTLY_QUEUE}}
+
+
+app = Celery("modelfarm")
+app.conf.update(config_from_env())
+app.conf.beat_schedule = beat_schedule()
+app.conf.task_routes = _nightly_routes()
+
+
+# --- worker lifecycle (farm.worker does the per-process work)
+
+_pool = {"concurrency": None}
+
+
+@signals.worker_init.connect
+def _on_worker_init(sender=None, **_):
+    """Main worker process, before the pool forks: no GL here. Check the pool, note its size."""
+    from celery.concurrency import get_implementation  # the worker's main process only
+    from celery.concurrency.prefork import TaskPool
+
+    pool = get_implementation(getattr(sender, "pool_cls", None) or "prefork")
+    if not (isinstance(pool, type) and issubclass(pool, TaskPool)):
+        # SystemExit, because Celery logs and swallows ordinary exceptions raised by signal handlers.
+        raise SystemExit(f"modelfarm workers need the prefork pool (one GL context per pool process), not"
+                         f" {pool.__module__}.{getattr(pool, '__name__', pool)}: start them with --pool prefork")
+    concurrency = getattr(sender, "concurrency", None)
+    if isinstance(concurrency, int) and concurrency > 0:
+        _pool["concurrency"] = concurrency
+
+
+@signals.worker_before_create_process.connect
+def _on_before_create_process(sender=None, **_):
+    n = getattr(sender, "_processes", None)  # the pool's size, once 'auto' concurrency is resolved
+    if isinstance(n, int) and n > 0:
+        _pool["concurrency"] = n
+
+
+@signals.worker_process_init.connect
+def _on_worker_process_init(**_):
+    """Each pool process, after the fork: LP_NUM_THREADS, then its one renderer and GL context."""
+    worker.init_process(_pool["concurrency"] or app.conf.worker_concurrency or os.cpu_count() or 1)
+
+
+@signals.worker_process_shutdown.connect
+def _on_worker_process_shutdown(**_):
+    worker.shutdown_process()

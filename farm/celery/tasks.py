@@ -1,0 +1,85 @@
+"""The Celery tasks: render one batch (`render_batch_task`), run the nightly job (`nightly_task`).
+
+Task names and keyword arguments are part of the wire format ("farm.render_batch" with job_id,
+batch, out, avoid, hops; "farm.nightly" with manifest, reports, goldens, out): workers of this
+version accept messages that earlier versions sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.utils.time import get_exponential_backoff_interval
+
+from farm import nightly
+from farm.celery.app import RENDER_TASK, app, nightly_settings
+from farm.nightly import TASK_NAME as NIGHTLY_TASK
+from farm.plan.batches import Batch
+from farm.run import worker
+from farm.run.execute import TransientError, render_batch
+from farm.store import open_store
+
+__all__ = ["nightly_task", "render_batch_task"]
+
+log = logging.getLogger("farm.celery")
+MAX_HOPS = 2  # how many times a retried batch is passed on by a worker it failed on
+
+
+@app.task(bind=True, name=RENDER_TASK, acks_late=True, reject_on_worker_lost=True)
+def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | None = None, hops: int = 0) -> dict:
+    """Render one batch into the store; returns its result ({batch, frames})."""
+    conf = self.app.conf
+    host = self.request.hostname or ""
+    avoid = list(avoid or [])
+    if host in avoid and hops < MAX_HOPS:  # failed here before: let another worker take it
+        raise self.retry(kwargs={"job_id": job_id, "batch": batch, "out": out, "avoid": avoid, "hops": hops + 1},
+                         countdown=0.5, max_retries=(self.request.retries or 0) + 1)
+    b = Batch.from_dict(batch)
+    store = open_store(os.environ.get("FARM_OUT") or out)
+    last = [0.0, 0.0]
+    eager = bool(self.request.is_eager)  # run in-process by .apply(): no backend, no events
+    events = bool(conf.worker_send_task_events) and not eager
+
+    def on_frame(done: int, total: int, failed: int) -> None:
+        now = time.monotonic()
+        if eager or (done < total and now - last[0] < 0.05):  # at most 20 updates a second per batch
+            return
+        last[0] = now
+        meta = {"done": done, "total": total, "failed": failed, "batch": b.id, "pid": os.getpid(), "hostname": host}
+        try:
+            self.update_state(state="PROGRESS", meta=meta)  # for `farm run` (result backend)
+        except Exception as e:  # noqa: BLE001 - Redis away for a moment: progress must never fail a batch
+            log.debug("progress not stored: %s", e)
+            return
+        if events and (done == total or now - last[1] >= 0.5):  # for Flower: a custom "task-progress" event
+            last[1] = now
+            try:
+                self.send_event("task-progress", **meta)
+            except Exception as e:  # noqa: BLE001 - monitoring must never fail a batch
+                log.debug("task-progress event not sent: %s", e)
+
+    try:
+        result = render_batch(b, worker.get_renderer, store, job_id, on_frame=on_frame,
+                              abort=(SoftTimeLimitExceeded,), max_deliveries=conf.farm_max_deliveries)
+    except TransientError as e:
+        retries = self.request.retries or 0
+        countdown = get_exponential_backoff_interval(conf.farm_retry_backoff, retries, conf.farm_retry_backoff_max,
+                                                     full_jitter=True)
+        log.warning("batch %s: %s; retry %d in %.1f s, preferably elsewhere", b.id, e, retries + 1, countdown)
+        raise self.retry(exc=e, countdown=countdown, max_retries=conf.farm_task_max_retries,
+                         kwargs={"job_id": job_id, "batch": batch, "out": out,
+                                 "avoid": sorted(set(avoid) | {host}), "hops": 0}) from e
+    return result.to_dict()
+
+
+_NIGHTLY_LIMIT = (nightly_settings() or {}).get("time_limit", 12 * 3600)
+
+
+@app.task(name=NIGHTLY_TASK, bind=True, acks_late=False, time_limit=_NIGHTLY_LIMIT + 300,
+          soft_time_limit=_NIGHTLY_LIMIT)
+def nightly_task(self, manifest: str, reports: str, goldens: str | None = None, out: str | None = None) -> dict:
+    """Run a manifest on the farm's workers (the app's broker) and write the night's report."""
+    return nightly.run_nightly(manifest, reports=reports, goldens=goldens, out=out, broker=self.app.conf.broker_url)

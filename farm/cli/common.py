@@ -1,0 +1,89 @@
+"""What the command groups share: the usage error, argument types (checked by farm.settings'
+rules), finding a run and its goldens, writing reports, the runner options."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from farm.goldens import INDEX_NAME, find_goldens
+from farm.report import write_report
+from farm.run.jobs import JobState
+from farm.settings import SettingError, check_msaa, check_size, check_team
+
+__all__ = ["UsageError", "add_runner_options", "goldens_dir", "load_job", "msaa_arg", "size_arg", "team_arg",
+           "workers_arg", "write_reports"]
+
+
+class UsageError(RuntimeError):
+    """A command line that cannot be carried out; printed as one sentence, exit status 2."""
+
+
+def _arg(check, name: str, parse=int):
+    def convert(text: str):
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a whole number, not {text!r}") from None
+        try:
+            return check(value, name)
+        except SettingError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    convert.__name__ = name.lstrip("-")
+    return convert
+
+
+def size_arg(text: str) -> tuple[int, int]:
+    """--size: WxH (or N for NxN), by farm.settings' rule."""
+    try:
+        return check_size(text, "--size")
+    except SettingError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+team_arg = _arg(check_team, "--team")
+msaa_arg = _arg(check_msaa, "--msaa")
+
+
+def workers_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--workers must be a whole number >= 1, got {text!r}")
+    return n
+
+
+def add_runner_options(s) -> None:
+    s.add_argument("--out", help="output store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
+                                    " process pool)")
+    s.add_argument("--workers", type=workers_arg, help="local processes (default: one per core; with a broker,"
+                                                        " the workers' --concurrency decides)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def load_job(ref: str, out: str | None) -> JobState:
+    job = JobState.load(ref, out)
+    job.merge_worker_results()
+    return job
+
+
+def goldens_dir(explicit: str | None, job=None, manifest: str | None = None, required: bool = True) -> Path | None:
+    folder = find_goldens(manifest or (job.data.get("manifest") if job is not None else None), explicit)
+    if folder is None and Path("goldens", INDEX_NAME).is_file() and job is None:
+        folder = Path("goldens")
+    if folder is None and required:
+        where = f" next to {manifest or job.data.get('manifest')}" if (manifest or job is not None) else ""
+        raise UsageError(f"no golden index found{where} (index.jsonl in the manifest's folder or its goldens/);"
+                         f" pass --goldens DIR (a new folder is created by the first `farm approve`)")
+    return folder
+
+
+def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/") -> Path | None:
+    if not folder:
+        return None
+    paths = write_report(results, folder, image_base=image_base)
+    return paths["html"]

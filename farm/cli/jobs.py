@@ -1,0 +1,121 @@
+"""Commands on jobs: run, status, retry, demo; and the comparison step that follows `farm run`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from farm.cli.common import UsageError, add_runner_options, goldens_dir, workers_arg, write_reports
+from farm.compare.runs import compare_run
+from farm.demo import run_demo
+from farm.goldens import GoldenError
+from farm.report.text import summary_text
+from farm.run.jobs import JobState, retry_job, run_job, status_text
+
+__all__ = ["add_parsers", "compare_after_run"]
+
+
+def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
+                      required: bool = False) -> int | None:
+    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for)."""
+    try:
+        folder = goldens_dir(explicit_goldens, job, required=required)
+        if folder is None:
+            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared (pass --goldens"
+                  f" DIR)")
+            return None
+        results = compare_run(job, folder, allow_new=allow_new)
+    except (UsageError, GoldenError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    html = write_reports(results, report)
+    print(summary_text(results, report=html))
+    return 0 if results["verdict"] == "pass" else 1
+
+
+def cmd_demo(args) -> int:
+    """The project's own regression suite: sample models -> local runner -> goldens/ -> report."""
+    return run_demo(args.out, args.goldens, args.workers)
+
+
+def _finish_job(job, verb: str) -> int:
+    c = job.counts()
+    print(status_text(job))
+    if c["failed"] or c["pending"]:
+        print(f"farm {verb}: {c['failed']} frame(s) failed, {c['pending']} not rendered", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_run(args) -> int:
+    try:
+        job = run_job(args.manifest, out=args.out, broker=args.broker, workers=args.workers, job_id=args.job_id,
+                      progress=False if args.no_progress else None)
+    except KeyboardInterrupt:
+        print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
+              file=sys.stderr)
+        return 130
+    rendered = _finish_job(job, "run")
+    if args.no_compare:
+        return rendered
+    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report)
+    return max(rendered, compared or 0)
+
+
+def cmd_status(args) -> int:
+    job = JobState.load(args.job, args.out)
+    job.merge_worker_results()
+    if args.json:
+        print(json.dumps({"job": job.id, **job.counts(), "failed_traces": {k: job.traces[k]["error"]
+                                                                          for k in job.keys("failed")}},
+                         indent=2, sort_keys=True))
+    else:
+        print(status_text(job, limit=args.limit))
+    c = job.counts()
+    return 0 if not (c["failed"] or c["pending"]) else 1
+
+
+def cmd_retry(args) -> int:
+    if not (args.failed or args.pending):
+        raise SystemExit("farm retry: say what to run again: --failed and/or --pending")
+    job = retry_job(args.job, out=args.out, failed=args.failed, pending=args.pending, broker=args.broker,
+                    workers=args.workers, progress=False if args.no_progress else None)
+    return _finish_job(job, "retry")
+
+
+def add_run_options(s) -> None:
+    """The comparison options of `farm run`."""
+    g = s.add_argument_group("comparison with goldens (when the manifest has goldens, or with --goldens)")
+    g.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the manifest)")
+    g.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the run")
+    g.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    g.add_argument("--no-compare", action="store_true", help="render only, even when goldens exist")
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("run", help="render a job manifest (local process pool, or Celery workers with a broker)")
+    s.add_argument("manifest", help="job manifest (TOML)")
+    s.add_argument("--job-id", help="name the job (default: NAME-DATE-TIME-XXXX)")
+    add_runner_options(s)
+    add_run_options(s)
+    s.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("status", help="show a job's frames: done, failed (with the reason), pending")
+    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("--out", help="output store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.add_argument("--limit", type=int, default=20, help="failed frames to list (default 20)")
+    s.set_defaults(func=cmd_status)
+
+    s = sub.add_parser("retry", help="render a job's failed (or unfinished) frames again")
+    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("--failed", action="store_true", help="frames that failed")
+    s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
+    add_runner_options(s)
+    s.set_defaults(func=cmd_retry)
+    s = sub.add_parser("demo", help="render the sample models (goldens/manifest.toml) locally, compare them with"
+                                     " the committed goldens, write the report")
+    s.add_argument("--out", default="demo-out", help="models, store/ and report/ go here (default demo-out)")
+    s.add_argument("--goldens", help="the goldens folder with manifest.toml (default: the repository's goldens/)")
+    s.add_argument("--workers", type=workers_arg, help="local processes (default: one per core)")
+    s.set_defaults(func=cmd_demo)

@@ -1,0 +1,174 @@
+"""Commands on one model: inspect, convert, render."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from farm.cli.common import UsageError, msaa_arg, size_arg, team_arg
+from farm.plan.batches import max_frames
+from farm.settings import RenderSettings, check_assets, check_background, check_camera, check_time
+from renderer.anim import UnknownSequence
+from renderer.camera import CameraError
+from renderer.errors import FormatError
+from renderer.formats import load_model, save_model
+from renderer.formats.halo import format_halo_info
+from renderer.formats.mdx import chunk_table
+from renderer.frame import Renderer, resolve_sequence
+from renderer.png import write_png
+from renderer.summary import format_text, summarize
+from renderer.texture_set import MISSING_MODES
+
+__all__ = ["add_parsers"]
+
+
+def _load(path: str, strict: bool = False, **opts):
+    """The model, or one sentence: the loader's (FormatError) or a bad loader option (Halo's --lod,
+    --permutation, --regions), which the loaders report as ValueError."""
+    try:
+        return load_model(path, strict=strict, **opts)
+    except FormatError:
+        raise
+    except ValueError as e:
+        raise UsageError(f"{path}: {e}") from None
+
+
+def cmd_inspect(args) -> int:
+    model = _load(args.file, strict=args.strict, **_halo_options(args))
+    if model.format == "halo":
+        if args.json:
+            info = dict(model.info, diagnostics=[d.as_dict() for d in model.diagnostics], path=model.path)
+            print(json.dumps(info, indent=2, sort_keys=True, default=str))
+        else:
+            print(format_halo_info(model.info, model.diagnostics))
+        return 0
+    chunks = None
+    if Path(args.file).suffix.lower() == ".mdx" or Path(args.file).read_bytes()[:4] == b"MDLX":
+        chunks = chunk_table(Path(args.file).read_bytes())
+    summary = summarize(model, chunks)
+    if args.json:
+        print(json.dumps(summary, indent=2, sort_keys=True))
+    else:
+        print(format_text(summary))
+    return 0
+
+
+def _halo_options(args) -> dict:
+    """Loader options that only Halo tags take (LOD, regions, permutation, tag root)."""
+    target = getattr(args, "file", None) or getattr(args, "model", None) or ""
+    if Path(target).suffix.lower() not in (".model", ".gbxmodel"):
+        return {}
+    return {k: getattr(args, k) for k in ("lod", "permutation", "regions", "tag_root") if getattr(args, k, None)}
+
+
+def _add_halo_options(s) -> None:
+    g = s.add_argument_group("Halo model tags")
+    g.add_argument("--lod", help="super_high (default), high, medium, low, super_low, or 0-4")
+    g.add_argument("--permutation", help="permutation name or index for every region (default 0)")
+    g.add_argument("--regions", help="regions to draw, names or indices separated by commas (default all)")
+    g.add_argument("--tag-root", dest="tag_root", help="tags folder for shader and bitmap references")
+
+
+def cmd_convert(args) -> int:
+    # A model with broken indices still converts (with diagnostics) so it can be fixed by hand.
+    model = _load(args.input, strict=args.strict, check_indices=False)
+    src, dst = Path(args.input).suffix.lower(), Path(args.output).suffix.lower()
+    if dst not in (".mdx", ".mdl"):
+        raise SystemExit(f"farm convert: cannot write {args.output!r}: the output must end in .mdx or .mdl")
+    if src == ".mdl" and dst == ".mdx" or src == dst:
+        model.layout = []  # write chunks in canonical order, not in the layout of another file
+    save_model(model, args.output)
+    for d in model.diagnostics:
+        print(f"warning: {d.sentence(args.input)}", file=sys.stderr)
+    print(f"{args.input} -> {args.output}")
+    return 0
+
+
+def _times(args, model, seq) -> list[int]:
+    """The ms to render: --times, --every over the sequence, or --time; each checked by
+    farm.settings.check_time, the count bounded by the job cap (FARM_MAX_FRAMES)."""
+    if args.times is not None:
+        parts = [t.strip() for t in args.times.split(",")]
+        if not any(parts) or not all(p.isdigit() for p in parts if p) or "" in parts[:-1]:
+            raise UsageError(f"--times must be whole ms separated by commas, e.g. 0,250,500; not {args.times!r}")
+        return sorted({check_time(int(p), "--times") for p in parts if p})
+    if args.every is not None:
+        if args.every < 1:
+            raise UsageError(f"--every must be a whole number of ms >= 1, not {args.every}")
+        if seq is None:
+            raise UsageError(f"{args.model}: --every needs a sequence, and the model has none")
+        start, end = model.sequences[seq].interval
+        length = max(end - start, 0)
+        count = length // args.every + 1
+        if count > max_frames():
+            raise UsageError(f"--every {args.every} over a sequence of {length} ms is {count:,} frames, more than"
+                             f" the cap of {max_frames():,} (FARM_MAX_FRAMES)")
+        return list(range(0, length + 1, args.every))
+    return [check_time(args.time, "--time")]
+
+
+def cmd_render(args) -> int:
+    model = _load(args.model, strict=args.strict, **_halo_options(args))
+    sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
+    try:
+        seq = resolve_sequence(model, sequence)
+    except UnknownSequence as e:
+        raise UsageError(f"{args.model}: {e}") from None
+    times = _times(args, model, seq)
+    out = Path(args.output)
+    settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
+                              background=check_background(args.background, "--background"),
+                              camera=check_camera(args.camera, "--camera"), team=args.team,
+                              missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"))
+    renderer = Renderer(args.backend)
+    try:
+        for i, t in enumerate(times):
+            spec = settings.frame_spec(seq, t)
+            try:
+                frame = renderer.render(model, spec)
+            except (CameraError, ValueError) as e:
+                raise UsageError(f"{args.model}: {e}") from None
+            dest = out if len(times) == 1 else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")
+            write_png(dest, frame.rgba, frame.trace)
+            if i == 0:
+                for d in frame.diagnostics:
+                    print(f"warning: {d.sentence(args.model)}", file=sys.stderr)
+            print(f"{dest}: t={t} ms")
+    finally:
+        renderer.close()
+    return 0
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("inspect", help="show what a model file holds")
+    s.add_argument("file")
+    s.add_argument("--json", action="store_true", help="print JSON with stable keys")
+    s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    _add_halo_options(s)
+    s.set_defaults(func=cmd_inspect)
+
+    s = sub.add_parser("convert", help="convert MDX <-> MDL by the output's extension")
+    s.add_argument("input")
+    s.add_argument("output")
+    s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    s.set_defaults(func=cmd_convert)
+
+    s = sub.add_parser("render", help="render frames of a model to PNG")
+    s.add_argument("model")
+    s.add_argument("-o", "--output", required=True, help="PNG path (numbered when several times are rendered)")
+    s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")
+    s.add_argument("--time", type=int, default=0, help="ms from the sequence start")
+    s.add_argument("--times", help="several times in ms, e.g. 0,250,500")
+    s.add_argument("--every", type=int, help="render every N ms of the sequence")
+    s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH, default 512x512")
+    s.add_argument("--camera", default="auto", help="auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]")
+    s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
+    s.add_argument("--msaa", type=msaa_arg, default=0, help="MSAA samples (clamped to what GL grants)")
+    s.add_argument("--background", default="transparent", help="transparent or #rrggbb")
+    s.add_argument("--assets", action="append", default=[], help="asset root (repeatable)")
+    s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker")
+    s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"))
+    s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    _add_halo_options(s)
+    s.set_defaults(func=cmd_render)

@@ -1,0 +1,56 @@
+"""`farm thumbnails`: a thumbnail of every model under some folders (farm.thumbs)."""
+
+from __future__ import annotations
+
+import sys
+
+from farm.cli.common import workers_arg
+from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
+from farm.thumbs.state import StateLocked
+
+__all__ = ["add_parsers"]
+
+
+def cmd_thumbnails(args) -> int:
+    """Thumbnails of every model under the roots (farm.thumbs); exit 0 even when some models fail
+    (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
+    opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
+                            team=args.team, msaa=args.msaa, sheet=args.sheet, assets=tuple(args.assets),
+                            missing_textures=args.missing_textures)
+    try:
+        summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
+                                  progress=False if args.no_progress else None, force=args.force)
+    except (ThumbnailError, StateLocked) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("farm thumbnails: interrupted; run the same command again to render the rest", file=sys.stderr)
+        return 130
+    print(summary.text())
+    return 1 if args.strict and summary.failed else 0
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("thumbnails", help="a thumbnail of every model under some folders, contact sheets and a"
+                                          " searchable index.html (incremental)")
+    s.add_argument("roots", nargs="+", metavar="ROOT", help="folder to search for .mdx .mdl .model .gbxmodel")
+    s.add_argument("--out", required=True, help="output folder (thumbs/, sheets/, index.html, index.json)")
+    s.add_argument("--size", type=int, default=256, help="thumbnail width and height in pixels (default 256)")
+    s.add_argument("--sequence", help="sequence to show when a model has it (default: Portrait); else Stand,"
+                                      " else the first")
+    s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
+    s.add_argument("--format", choices=("png", "webp"), default="png", help="png (trace in a text chunk) or webp"
+                                                                             " (lossless, trace in a .json sidecar)")
+    s.add_argument("--team", type=int, default=0, help="team colour index 0-27")
+    s.add_argument("--msaa", type=int, default=4, help="MSAA samples (default 4, clamped to what GL grants)")
+    s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
+    s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
+                   help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")
+    s.add_argument("--missing-textures", choices=("checker", "white"), default="checker")
+    s.add_argument("--force", action="store_true", help="render every model, even those up to date")
+    s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
+    s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
+                                    " process pool)")
+    s.add_argument("--workers", type=workers_arg, help="local processes (default: one per core)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.set_defaults(func=cmd_thumbnails)

@@ -1,0 +1,56 @@
+"""The statuses a comparison gives a trace: their names, groups, order and labels, in one place.
+
+Against goldens (`compare_run`): ``pass``, ``fail``, ``rejected`` (an image rejected before),
+``new`` (no golden yet), ``error`` (did not render). Between two runs (`diff_runs`): ``unchanged``,
+``changed``, ``added``, ``removed``, ``error``. Reports, summaries, JUnit and the CLI read every
+list, order and label from here.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DIFF_STATUSES",
+    "FAILING",
+    "FRESH",
+    "GOLDEN_STATUSES",
+    "GROUPS",
+    "GROUP_ORDER",
+    "LABELS",
+    "PASSING",
+    "REPORT_ORDER",
+    "STATUS_ORDER",
+    "group_of",
+    "statuses",
+]
+
+# Summary order (counts tables, one-line summaries): problems first.
+GOLDEN_STATUSES = ("fail", "rejected", "error", "new", "pass")
+DIFF_STATUSES = ("changed", "added", "removed", "error", "unchanged")
+# The report's filter buttons, in this order.
+REPORT_ORDER = ("error", "rejected", "fail", "changed", "new", "added", "removed", "pass", "unchanged")
+
+# Report grouping: failures, then new, then passed. Each status belongs to one group.
+GROUPS = {
+    "error": "failed", "rejected": "failed", "fail": "failed", "changed": "failed",
+    "new": "new", "added": "new", "removed": "new",
+    "pass": "passed", "unchanged": "passed",
+}
+GROUP_ORDER = {"failed": 0, "new": 1, "passed": 2}
+STATUS_ORDER = {"error": 0, "rejected": 1, "fail": 2, "changed": 2, "added": 3, "new": 3, "removed": 4,
+                "pass": 5, "unchanged": 5}
+LABELS = {
+    "fail": "failed", "rejected": "rejected", "error": "error", "new": "new", "pass": "passed",
+    "changed": "changed", "added": "added", "removed": "removed", "unchanged": "unchanged",
+}
+FAILING = frozenset(s for s, g in GROUPS.items() if g == "failed")  # fail, rejected, error, changed
+FRESH = frozenset(s for s, g in GROUPS.items() if g == "new")  # new, added, removed
+PASSING = frozenset(s for s, g in GROUPS.items() if g == "passed")  # pass, unchanged
+
+
+def group_of(status: str) -> str:
+    return GROUPS.get(status, "failed")
+
+
+def statuses(kind: str | None) -> tuple[str, ...]:
+    """The statuses of a results document of `kind` ("goldens" or "diff"), in summary order."""
+    return DIFF_STATUSES if kind == "diff" else GOLDEN_STATUSES

@@ -1,0 +1,238 @@
+"""Decisions on goldens: approve, reject, undo, stale, prune (the index itself is farm.goldens.index).
+
+Approve and reject share one loop (`_decide`) over a run's stored images; each decision appends
+one record to the log with every index line it changed before and after, so `undo` is exact.
+Each returns the log record it appended (None: no change).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from farm.goldens.index import GENERIC, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
+from farm.images import png_pixel_digest
+
+__all__ = ["Candidate", "StaleReport", "approve", "prune", "reject", "run_candidates", "select_traces", "stale",
+           "undo"]
+
+
+@dataclass
+class Candidate:
+    """One trace of a run, as approve/reject see it: its stored PNG and what it shows."""
+
+    trace: str
+    png: str  # sha256 of the PNG bytes (the store's name)
+    data: bytes
+    digest: str  # pixel digest
+    size: tuple[int, int]
+    gl: dict | None
+
+    @property
+    def env(self) -> str:
+        return env_key(self.gl)
+
+
+def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]]:
+    """The stored images of `keys` in a run (farm.jobs.JobState); and sentences for those skipped."""
+    out, skipped = [], []
+    for key in keys:
+        t = job.traces.get(key)
+        if t is None:
+            skipped.append(f"{key}: not a trace of run {job.id}")
+            continue
+        if t.get("status") != "done" or not t.get("digest"):
+            skipped.append(f"{key}: did not render in run {job.id} ({t.get('error') or t.get('status')})")
+            continue
+        try:
+            data = job.store.read_image(t["digest"])
+        except OSError as e:
+            skipped.append(f"{key}: its image {t['digest'][:12]}... is missing from the store ({e.strerror or e})")
+            continue
+        if hashlib.sha256(data).hexdigest() != t["digest"]:
+            skipped.append(f"{key}: the stored image {t['digest'][:12]}... does not match its name; not approved")
+            continue
+        digest, size, trace = png_pixel_digest(data)
+        gl = (trace or {}).get("gl")
+        if gl is None:
+            try:
+                gl = job.store.read_sidecar(t["digest"]).get("trace", {}).get("gl")
+            except (OSError, ValueError):
+                gl = None
+        out.append(Candidate(key, t["digest"], data, digest, size, gl))
+    return out, skipped
+
+
+def select_traces(job, patterns: Iterable[str] = (), statuses: Iterable[str] | None = None,
+                  results: Mapping | None = None) -> list[str]:
+    """Trace keys of a run matching any glob in `patterns` (all when none) and, when `statuses` is
+    given, whose comparison status (from `results`) is one of them."""
+    patterns = list(patterns)
+    keys = sorted(job.traces)
+    if patterns:
+        keys = [k for k in keys if any(fnmatch.fnmatchcase(k, p) or k == p for p in patterns)]
+    if statuses is not None:
+        wanted = set(statuses)
+        traces = (results or {}).get("traces", {})
+        keys = [k for k in keys if traces.get(k, {}).get("status") in wanted]
+    return keys
+
+
+def _record_base(action: str, by: str, job=None, note: str | None = None) -> dict:
+    rec = {"action": action, "by": by, "at": now()}
+    if job is not None:
+        store = Path(job.store.location)
+        try:  # relative when under the current folder: the log is committed, home folders are not
+            shown = store.relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            shown = str(store)
+        rec.update(run=job.id, store=shown)
+    if note:
+        rec["note"] = note
+    return rec
+
+
+def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str, env_scope: bool,
+            change, note: str | None = None) -> tuple[dict | None, list[str]]:
+    """The loop every decision on a run's images shares: for each stored image of `keys`, in its
+    scope (generic, or with `env_scope` the environment that rendered it), `change(entry, c)` edits
+    a copy of the index line (and returns True when the image must be copied into the goldens);
+    lines that end up as they were are left alone; one log record lists every change."""
+    cands, skipped = run_candidates(job, keys)
+    changes = []
+    with locked(root) as index:
+        for c in cands:
+            scope = c.env if env_scope else GENERIC
+            before = index.entry(c.trace, scope)
+            entry = canonical_entry(before or {"trace": c.trace, "env": scope})
+            needs_image = change(entry, c)
+            after = canonical_entry(entry)
+            if before is not None and canonical_entry(before) == after:
+                continue
+            if needs_image:
+                index.put_image(c.data, c.png, c.digest)
+            index.set_entry(c.trace, scope, after)
+            changes.append({"trace": c.trace, "env": scope, "before": before, "after": index.entry(c.trace, scope)})
+        if not changes:
+            return None, skipped
+        rec = index.append_log({**_record_base(action, by, job, note), "changes": changes})
+    return rec, skipped
+
+
+def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: bool = False,
+            add: bool = False) -> tuple[dict | None, list[str]]:
+    """Approve the images run `job` stored for `keys`: exactly those bytes become the goldens.
+
+    Scope: the generic golden (default) or, with `env_scope`, the golden of the environment that
+    rendered each image. The approved image replaces the scope's earlier approvals unless `add`
+    (then it is one more approved image: for a trace with more than one correct output). Its digest
+    leaves the scope's rejected list. Returns the log record (None when nothing changed) and
+    sentences for traces that were skipped.
+    """
+    def change(entry: dict, c: Candidate) -> bool:
+        approved = entry["approved"]
+        old = next((a for a in approved if a["digest"] == c.digest), None)
+        record = old or {"digest": c.digest, "png": c.png, "size": list(c.size), "by": by, "at": now(),
+                         "run": job.id, "gl": c.gl or {}}
+        if add:
+            if old is None:
+                approved.append(record)
+        else:
+            entry["approved"] = [record]
+        entry["rejected"] = [r for r in entry["rejected"] if r["digest"] != c.digest]
+        return old is None
+
+    return _decide(root, job, keys, "approve", by=by, env_scope=env_scope, change=change)
+
+
+def reject(root: str | Path, job, keys: Iterable[str], *, by: str, reason: str | None = None,
+           env_scope: bool = False) -> tuple[dict | None, list[str]]:
+    """Mark the images run `job` stored for `keys` as known-bad: a later frame with the same pixels
+    fails, with `reason`. A rejected digest leaves the scope's approved list."""
+    def change(entry: dict, c: Candidate) -> bool:
+        if not any(r["digest"] == c.digest for r in entry["rejected"]):
+            entry["rejected"].append({"digest": c.digest, "png": c.png, "by": by, "at": now(), "run": job.id,
+                                      "reason": reason or "rejected in review"})
+        entry["approved"] = [a for a in entry["approved"] if a["digest"] != c.digest]
+        return False
+
+    return _decide(root, job, keys, "reject", by=by, env_scope=env_scope, change=change, note=reason)
+
+
+def undo(root: str | Path, *, by: str) -> tuple[dict | None, list[str]]:
+    """Reverse the last approve, reject or prune not yet undone (again: the one before it).
+
+    A line changed again since (by a later decision that was not undone) is left alone and named
+    in the returned sentences. Returns the new log record ("undo") or None when there is nothing to
+    undo.
+    """
+    notes: list[str] = []
+    with locked(root) as index:
+        log = index.log()
+        undone = {r.get("undoes") for r in log if r.get("action") == "undo"}
+        target = next((r for r in reversed(log) if r.get("action") in ("approve", "reject", "prune")
+                       and r.get("id") not in undone), None)
+        if target is None:
+            return None, ["nothing to undo"]
+        changes = []
+        for ch in target.get("changes", []):
+            trace, scope = ch["trace"], ch["env"]
+            current = index.entry(trace, scope)
+            after = canonical_entry(ch["after"]) if ch.get("after") else None
+            if current != after:
+                notes.append(f"{trace} [{scope}]: changed again since {target['action']} #{target['id']};"
+                             f" left as it is")
+                continue
+            before = canonical_entry(ch["before"]) if ch.get("before") else None
+            index.set_entry(trace, scope, before)
+            for a in (before or {}).get("approved", []):
+                if not index.image_path(a["png"]).is_file():
+                    notes.append(f"{trace}: its golden image {a['png']}.png is gone from {index.images_dir}"
+                                 f" (pruned?); restore it from version control")
+            changes.append({"trace": trace, "env": scope, "before": current, "after": index.entry(trace, scope)})
+        rec = index.append_log({**_record_base("undo", by), "undoes": target["id"],
+                                "undoes_action": target["action"], "changes": changes})
+    return rec, notes
+
+
+@dataclass
+class StaleReport:
+    entries: list[tuple[str, str]]  # (trace, env) lines whose trace the manifest no longer renders
+    images: list[Path]  # image files no line approves
+    missing: list[str]  # `png` names of approved images whose file is missing
+
+    @property
+    def anything(self) -> bool:
+        return bool(self.entries or self.images)
+
+
+def stale(root: str | Path, trace_keys: Iterable[str]) -> StaleReport:
+    """Lines for traces not in `trace_keys` (a manifest's traces), unreferenced images, missing images."""
+    index = GoldenIndex.load(root)
+    keys = set(trace_keys)
+    entries = sorted((k for k in index.entries if k[0] not in keys), key=_sort_key)
+    return StaleReport(entries, index.unreferenced_images(), index.missing_images())
+
+
+def prune(root: str | Path, trace_keys: Iterable[str], *, by: str) -> tuple[dict | None, list[Path]]:
+    """Remove the stale lines (logged, so --undo restores them) and then the images no line
+    approves (not undoable: version control has them). Returns the log record and removed files."""
+    keys = set(trace_keys)
+    rec = None
+    with locked(root) as index:
+        changes = []
+        for k in sorted((k for k in index.entries if k[0] not in keys), key=_sort_key):
+            changes.append({"trace": k[0], "env": k[1], "before": index.entries[k], "after": None})
+            index.set_entry(k[0], k[1], None)
+        if changes:
+            rec = index.append_log({**_record_base("prune", by), "changes": changes})
+        removed = []
+        used = index.referenced_images()
+        for p in sorted(index.images_dir.glob("*.png")):
+            if p.stem not in used:
+                p.unlink()
+                removed.append(p)
+    return rec, removed

@@ -1,0 +1,47 @@
+"""Frames as the farm handles them: PNG bytes in and out, and the pixel digest.
+
+The PNG codec (with the trace in its ``modelfarm.trace`` text chunk) is the renderer's
+(renderer.png); this module adds what the farm needs on top: RGBA normalisation and the pixel
+digest, a sha256 of the canonical RGBA bytes and the size, independent of PNG encoding, that
+goldens and comparisons use to recognise the same picture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from renderer.png import TRACE_KEY, png_bytes, read_png
+
+__all__ = ["TRACE_KEY", "as_rgba", "image_digest", "png_bytes", "png_pixel_digest", "read_png"]
+
+
+def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
+    """A C-contiguous (H, W, 4) uint8 copy-or-view of an RGBA or RGB (alpha 255) uint8 image."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8:
+        raise ValueError(f"{name} must be uint8, not {image.dtype}")
+    if image.ndim != 3 or image.shape[2] not in (3, 4):
+        raise ValueError(f"{name} must be an (H, W, 4) RGBA or (H, W, 3) RGB array, not shape {image.shape}")
+    if image.shape[2] == 3:
+        out = np.empty(image.shape[:2] + (4,), np.uint8)
+        out[..., :3] = image
+        out[..., 3] = 255
+        return out
+    return np.ascontiguousarray(image)
+
+
+def image_digest(rgba: np.ndarray) -> str:
+    """sha256 (hex) of the canonical RGBA bytes and the size: independent of PNG encoding."""
+    px = as_rgba(rgba)
+    h, w = px.shape[:2]
+    digest = hashlib.sha256(b"modelfarm-rgba8 %d %d\n" % (w, h))
+    digest.update(px.data)
+    return digest.hexdigest()
+
+
+def png_pixel_digest(png: bytes) -> tuple[str, tuple[int, int], dict | None]:
+    """(pixel digest, (width, height), trace) of PNG bytes."""
+    rgba, trace = read_png(png)
+    return image_digest(rgba), (rgba.shape[1], rgba.shape[0]), trace

@@ -1,0 +1,241 @@
+"""Jobs cut into batches: the unit of work every runner (local pool, Celery) executes.
+
+A job expands into traces: one per (model, sequence, timestamp) under the model's render settings
+(farm.settings.RenderSettings), each named by its trace key (farm.plan.keys). A *batch* is one
+model and one sequence with many timestamps, sorted ascending, so a worker loads the model (and
+simulates its effects) once per batch and walks time forward. Running a batch is farm.run.execute.
+
+`Batch.to_dict()` is what travels in job files and Celery messages: a flat JSON object whose keys
+have not changed since the first job format, so jobs written by earlier versions still load.
+
+Nothing here imports GL; planning reads each model once (no GL) for its sequences and lengths.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from farm.files import file_digest
+from farm.plan.keys import trace_key
+from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
+from farm.settings import RenderSettings, env_int
+from renderer.anim import find_sequence as _find_sequence
+from renderer.formats import load_model
+
+DEFAULT_MAX_FRAMES = 200_000
+
+__all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
+           "max_frames", "read_model", "resolve_times", "sequence_label"]
+
+
+class TooManyFrames(ValueError):
+    """A plan that would render more frames than the job's cap (FARM_MAX_FRAMES)."""
+
+
+def max_frames(environ=None) -> int:
+    """The most frames one job may plan (FARM_MAX_FRAMES, default 200,000)."""
+    return env_int("FARM_MAX_FRAMES", DEFAULT_MAX_FRAMES, environ, minimum=1)
+
+
+def resolve_times(plan: ModelPlan, length_ms: int, limit: int | None = None) -> list[int]:
+    """The plan's timestamps for a sequence `length_ms` long: ms as given, fractions of the length
+    rounded to the nearest ms, or every N ms from 0 to the length; sorted, without repeats.
+
+    The count is known before the list is built: more than `limit` (default `max_frames()`) is a
+    TooManyFrames error, never a list that fills the memory."""
+    length = max(int(length_ms), 0)
+    limit = max_frames() if limit is None else limit
+    if plan.every is not None:
+        count = length // plan.every + 1
+        if count > limit:
+            raise TooManyFrames(f"{plan.rel}: every = {plan.every} over a sequence of {length} ms is {count:,} frames,"
+                                f" more than the cap of {limit:,} per job (FARM_MAX_FRAMES)")
+        return list(range(0, length + 1, plan.every))
+    out = set()
+    for t in plan.timestamps or (0,):
+        if isinstance(t, str) and t.endswith("%"):
+            out.add(int(round(float(t[:-1]) / 100.0 * length)))
+        else:
+            out.add(int(t))
+    return sorted(out)
+
+
+@dataclass
+class Batch:
+    """One model, one sequence, timestamps ascending; everything a worker needs, JSON-friendly."""
+
+    model: str  # absolute path
+    model_rel: str
+    model_digest: str | None  # sha256 of the file when the job was planned (None: it did not load)
+    sequence: int | str | None  # index (planned), name (to resolve when rendering), None (bind pose)
+    sequence_name: str | None  # as it appears in the trace keys
+    times: list[int]
+    keys: list[str]
+    settings: RenderSettings = field(default_factory=RenderSettings)
+    provisional: bool = False  # planned without reading the model: `farm retry` plans it again
+    id: str = ""
+    kind: str = "frames"  # what `render_batch` does with it: "frames", or a name in BATCH_KINDS
+    params: dict = field(default_factory=dict)  # what a batch of another kind needs beyond the fields above
+
+    def __post_init__(self):
+        order = sorted(range(len(self.times)), key=lambda i: self.times[i])
+        self.times = [int(self.times[i]) for i in order]
+        self.keys = [self.keys[i] for i in order]
+        if not self.id:
+            self.id = self.compute_id()
+
+    def compute_id(self) -> str:
+        body = [self.model_rel, self.model_digest, self.sequence, self.keys]
+        if self.kind != "frames":
+            body += [self.kind, self.params]
+        body = json.dumps(body, sort_keys=True)
+        return hashlib.sha256(body.encode()).hexdigest()[:20]
+
+    def subset(self, keys: Iterable[str]) -> Batch:
+        """The same batch restricted to some of its traces (for retries); a new id."""
+        keep = set(keys)
+        idx = [i for i, k in enumerate(self.keys) if k in keep]
+        d = self.to_dict()
+        d.update(times=[self.times[i] for i in idx], keys=[self.keys[i] for i in idx], id="")
+        return Batch.from_dict(d)
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id, "model": self.model, "model_rel": self.model_rel, "model_digest": self.model_digest,
+            "sequence": self.sequence, "sequence_name": self.sequence_name, "times": list(self.times),
+            "keys": list(self.keys), **self.settings.to_dict(), "provisional": self.provisional,
+            **({"kind": self.kind, "params": dict(self.params)} if self.kind != "frames" else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Batch:
+        """A batch from `to_dict`'s flat form (job files and Celery messages of every version)."""
+        settings, rest = RenderSettings.split(d)
+        return cls(**rest, settings=settings)
+
+    def frame_spec(self, sequence: int | None, time_ms: int):
+        return self.settings.frame_spec(sequence, time_ms)
+
+
+@dataclass
+class Plan:
+    """A job, expanded: its batches and, per trace key, what the golden step needs to know."""
+
+    batches: list[Batch]
+    traces: dict[str, dict]  # key -> {model, sequence, time_ms, batch, thresholds}
+    models: dict[str, dict] = field(default_factory=dict)  # model rel -> ModelPlan.to_dict()
+
+    def merge(self, other: Plan) -> None:
+        self.batches.extend(other.batches)
+        self.traces.update(other.traces)
+        self.models.update(other.models)
+
+
+def sequence_label(model, index: int) -> str:
+    """How sequence `index` appears in trace keys: its name, or name#index when names repeat."""
+    names = [str(s.name) for s in model.sequences]
+    name = names[index]
+    return name if names.count(name) == 1 else f"{name}#{index}"
+
+
+def find_sequence(model, key) -> int:
+    """The index of sequence `key` (name or index) in `model` (renderer.anim's rules); ValueError
+    (renderer.anim.UnknownSequence) listing the sequences it has when there is none."""
+    return _find_sequence(model, key)
+
+
+def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), loader=None) -> Plan:
+    """Batches and traces of one model. The model is read here (no GL) for its sequences and their
+    lengths; when it cannot be read, the batches are provisional: their frames fail when rendered,
+    with the loader's sentence, and `farm retry` plans them again."""
+    load = loader or read_model
+    batches: list[Batch] = []
+    rs = plan.settings
+    common = dict(settings=rs)
+
+    def keys_for(seq_name, times):
+        return [trace_key(plan.rel, seq_name, t, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
+                          rs.missing_textures) for t in times]
+
+    def provisional_times():
+        return resolve_times(plan, 0) if plan.every is None else [0]
+
+    try:
+        digest = file_digest(plan.path)
+        model = load(plan.path)
+    except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
+        selectors = [None] if plan.sequences == "all" else list(plan.sequences)
+        for sel in selectors:
+            times = provisional_times()
+            name = None if sel is None else str(sel)
+            batches.append(Batch(plan.path, plan.rel, None, sel, name, times, keys_for(name, times),
+                                 provisional=True, **common))
+    else:
+        n = len(model.sequences)
+        if plan.sequences == "all":
+            selected: list = list(range(n)) or [None]
+        else:
+            selected = list(plan.sequences)
+        seen = set()
+        for sel in selected:
+            if sel is None:
+                batches.append(Batch(plan.path, plan.rel, digest, None, None, resolve_times(plan, 0),
+                                     keys_for(None, resolve_times(plan, 0)), **common))
+                continue
+            try:
+                index = sel if plan.sequences == "all" else find_sequence(model, sel)
+            except ValueError:  # not in this model: its frames fail with the list of sequences it has
+                times = provisional_times()
+                batches.append(Batch(plan.path, plan.rel, digest, str(sel), str(sel), times,
+                                     keys_for(str(sel), times), provisional=True, **common))
+                continue
+            if index in seen:
+                continue
+            seen.add(index)
+            start, end = model.sequences[index].interval
+            times = resolve_times(plan, int(end) - int(start))
+            label = sequence_label(model, index)
+            batches.append(Batch(plan.path, plan.rel, digest, index, label, times, keys_for(label, times),
+                                 **common))
+    traces: dict[str, dict] = {}
+    for b in batches:
+        for t, k in zip(b.times, b.keys, strict=True):
+            thresholds = dict(plan.thresholds)
+            for tt in trace_thresholds:
+                if fnmatch.fnmatchcase(k, tt.match):
+                    thresholds.update(tt.values)
+            traces[k] = {"model": plan.rel, "sequence": b.sequence_name, "time_ms": t, "batch": b.id,
+                         "thresholds": thresholds}
+    return Plan(batches, traces, {plan.rel: plan.to_dict()})
+
+
+def read_model(path: str):
+    """A model as the farm reads it (no GL; diagnostics, not errors, for oddities)."""
+    return load_model(path, strict=False)
+
+
+def expand_manifest(manifest: Manifest, loader=None) -> Plan:
+    """Every model of the manifest, expanded. A `[[thresholds.traces]]` glob that matches no trace
+    is a ManifestError naming its line."""
+    plan = Plan([], {}, {})
+    cap = max_frames()
+    for mp in manifest.plans:
+        try:
+            plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
+        except TooManyFrames as e:
+            raise ManifestError(manifest.shown_as or manifest.path, mp.line, str(e)) from None
+        if len(plan.traces) > cap:
+            raise ManifestError(manifest.shown_as or manifest.path, mp.line,
+                                f"the job plans {len(plan.traces):,} frames by {mp.rel}, more than the cap of {cap:,}"
+                                f" per job (FARM_MAX_FRAMES): render fewer timestamps or split the job")
+    for tt in manifest.trace_thresholds:
+        if not any(fnmatch.fnmatchcase(k, tt.match) for k in plan.traces):
+            example = next(iter(plan.traces), "?")
+            raise ManifestError(manifest.shown_as or manifest.path, tt.line,
+                                f"[[thresholds.traces]] match {tt.match!r} matches no trace of this job (keys look"
+                                f" like {example!r})")
+    return plan

@@ -1,0 +1,68 @@
+"""The report's view model: how traces are sorted and labelled, the approve commands, the metric
+rows. html, markdown, junit and the CLI summary all use these (statuses themselves: farm.compare.status).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from farm.compare.status import GROUP_ORDER, STATUS_ORDER, group_of
+
+__all__ = ["approve_command", "metric_rows", "shell_path", "sort_traces"]
+
+
+def shell_path(path: str | Path) -> str:
+    """A path for a command line: relative to the current folder when inside it, else absolute."""
+    p = Path(path).absolute()
+    try:
+        rel = p.relative_to(Path.cwd())
+    except ValueError:
+        return str(p)
+    return rel.as_posix() or "."
+
+
+def approve_command(results: dict, verb: str = "approve", key: str | None = None, extra: tuple = ()) -> str:
+    """The exact `farm approve` (or reject) command for one trace (or, with `extra`, a selection)."""
+    parts = ["farm", verb, results["job"]]
+    if key is not None:
+        parts += ["--trace", key]
+    parts += list(extra)
+    parts += ["--out", shell_path(results["store"])]
+    if results.get("goldens"):
+        parts += ["--goldens", shell_path(results["goldens"])]
+    return " ".join(shlex.quote(str(p)) for p in parts)
+
+
+def sort_traces(traces) -> list[dict]:
+    """Failures first (then new, then passed); within a status the worst SSIM first."""
+    def rank(t):
+        m = t.get("metrics") or {}
+        ssim = m.get("ssim")
+        return (GROUP_ORDER[group_of(t["status"])], STATUS_ORDER.get(t["status"], 9),
+                0 if t.get("match") == "similar" else 1,
+                ssim if ssim is not None else -2.0, -(m.get("pixels_over") or 0.0), t.get("model") or "",
+                str(t.get("sequence")), t.get("time_ms") or 0, t["key"])
+
+    return sorted(traces, key=rank)
+
+
+def metric_rows(t: dict) -> list[dict]:
+    m, th = t.get("metrics") or {}, t.get("thresholds") or {}
+    if not m:
+        return []
+    ssim = m.get("ssim")
+    rows = [
+        {"name": "SSIM (min of colour and alpha)", "value": "-" if ssim is None else f"{ssim:.6f}",
+         "limit": f">= {th.get('min_ssim')}", "ok": None if ssim is None else ssim >= th.get("min_ssim", 0.99)},
+        {"name": "SSIM colour (premultiplied RGB)", "value": "-" if m.get("ssim_rgb") is None
+         else f"{m['ssim_rgb']:.6f}", "limit": "", "ok": None},
+        {"name": "SSIM alpha", "value": "-" if m.get("ssim_alpha") is None else f"{m['ssim_alpha']:.6f}",
+         "limit": "", "ok": None},
+        {"name": f"pixels off by more than {th.get('pixel_delta')}",
+         "value": f"{100 * (m.get('pixels_over') or 0.0):.3f}%",
+         "limit": f"<= {100 * th.get('max_pixels_over', 0.001):g}%",
+         "ok": (m.get("pixels_over") or 0.0) <= th.get("max_pixels_over", 0.001)},
+        {"name": "largest channel difference (0-255)", "value": str(m.get("max_diff")), "limit": "", "ok": None},
+    ]
+    return rows

@@ -1,0 +1,42 @@
+"""The comparison summary as the terminal shows it (farm compare, farm run, farm demo, farm diff)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from farm.compare.status import PASSING, statuses
+from farm.report.model import approve_command, sort_traces
+
+__all__ = ["summary_text"]
+
+
+def summary_text(results: dict, limit: int = 20, report: str | Path | None = None) -> str:
+    c = results["counts"]
+    diff = results.get("kind") == "diff"
+    if diff:
+        head = f"diff {results['base']['job']} -> {results['head']['job']}: " + (
+            "no changes" if results["verdict"] == "same" else "CHANGED")
+    else:
+        head = f"compare {results['job']}: {'PASSED' if results['verdict'] == 'pass' else 'FAILED'}"
+    order = statuses(results.get("kind"))
+    parts = ", ".join(f"{c[s]} {s}" for s in order if c.get(s))
+    lines = [f"{head}: {parts or 'nothing'} of {c['total']} traces ({results['compared']} compared)"]
+    interesting = [t for t in sort_traces(results["traces"].values()) if t["status"] not in PASSING]
+    for t in interesting[:limit]:
+        reason = f": {t['reason']}" if t.get("reason") and t["status"] != "new" else ""
+        lines.append(f"  {t['status']:<8} {t['key']}{reason}")
+    if len(interesting) > limit:
+        lines.append(f"  ... and {len(interesting) - limit} more (see the report)")
+    similar = sum(1 for t in results["traces"].values() if t.get("match") == "similar")
+    if similar:
+        lines.append(f"  ({similar} passed within the thresholds without being identical to their golden)")
+    for p in results.get("problems", []):
+        lines.append(f"problem: {p}")
+    if report:
+        lines.append(f"report: {report}")
+    if not diff:
+        if c.get("new"):
+            lines.append(f"approve the new traces after review: {approve_command(results, extra=('--new',))}")
+        if c.get("fail"):
+            lines.append(f"approve the failed traces after review: {approve_command(results, extra=('--failed',))}")
+    return "\n".join(lines)

@@ -1,0 +1,276 @@
+"""Render settings and FARM_* environment variables: declared and validated here, nowhere else.
+
+`RenderSettings` is everything a job decides about how a frame is drawn (size, MSAA, background,
+camera, team colour, missing-texture placeholder, asset roots). Manifests (farm.plan.manifest),
+the command line (farm.cli), thumbnails (farm.thumbs) and batches (farm.plan.batches) all build
+one, so a value is accepted or refused by the same rule everywhere, with the same words.
+
+Each ``check_*`` function takes the value and the name to blame (``"'team'"`` in a manifest,
+``"--team"`` on the command line) and returns the canonical value or raises `SettingError`, whose
+message starts with that name. The manifest adds the file and line in front.
+
+Environment variables: `env_int` is the one parser of integer ``FARM_*`` variables (a bad value is
+an error naming the variable, never silently ignored); `default_out` and `broker_url` are the
+store and broker that commands use when none is given.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from renderer.formats.textures.team import REFORGED_TEAMS
+from renderer.texture_set import MISSING_MODES
+
+__all__ = [
+    "DEFAULT_OUT",
+    "MAX_SIZE",
+    "MAX_TEAM",
+    "MAX_TIME_MS",
+    "MSAA_VALUES",
+    "RenderSettings",
+    "SettingError",
+    "broker_url",
+    "check_assets",
+    "check_background",
+    "check_camera",
+    "check_missing_textures",
+    "check_msaa",
+    "check_size",
+    "check_team",
+    "check_time",
+    "default_out",
+    "env_int",
+    "type_name",
+]
+
+MAX_TIME_MS = 2**53  # the largest ms count a float64 holds exactly: timestamps beyond it are refused
+MSAA_VALUES = (0, 1, 2, 4, 8, 16)
+MAX_SIZE = 8192
+MAX_TEAM = REFORGED_TEAMS - 1  # team colour indices 0..27
+DEFAULT_OUT = "farm-out"
+
+
+class SettingError(ValueError):
+    """A setting that cannot be used; the message names the setting as the caller called it."""
+
+
+def type_name(value) -> str:
+    """TOML's name for a value's type, for messages."""
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}.get(
+        type(value), type(value).__name__)
+
+
+def check_int(value, name: str, lo: int, hi: int | None = None, allowed: Iterable[int] | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SettingError(f"{name} must be an integer, not {type_name(value)} {value!r}")
+    if allowed is not None and value not in tuple(allowed):
+        raise SettingError(f"{name} must be one of {', '.join(map(str, allowed))}, not {value}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        raise SettingError(f"{name} must be {rng}, not {value}")
+    return value
+
+
+def check_size(value, name: str = "size") -> tuple[int, int]:
+    """"WxH" (any case of x), [w, h], or one integer N for NxN (thumbnails): (w, h) in 1..MAX_SIZE."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        w = h = value
+    elif isinstance(value, str):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:[xX]\s*(\d+)\s*)?", value)
+        if not m:
+            raise SettingError(f"{name} must look like \"512x512\" or [512, 512], not {value!r}")
+        w = int(m.group(1))
+        h = int(m.group(2)) if m.group(2) is not None else w
+    elif isinstance(value, (list, tuple)):
+        if len(value) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise SettingError(f"{name} must be two integers [width, height], not {list(value)!r}")
+        w, h = value
+    else:
+        raise SettingError(f"{name} must be a string \"WxH\" or [width, height], not {type_name(value)} {value!r}")
+    if not (1 <= w <= MAX_SIZE and 1 <= h <= MAX_SIZE):
+        raise SettingError(f"{name} {w}x{h} is outside 1..{MAX_SIZE}")
+    return int(w), int(h)
+
+
+def check_time(value, name: str = "time") -> int:
+    """A timestamp in ms from the sequence start: an integer in 0..MAX_TIME_MS."""
+    return check_int(value, name, 0, MAX_TIME_MS)
+
+
+def check_msaa(value, name: str = "msaa") -> int:
+    return check_int(value, name, 0, 16, allowed=MSAA_VALUES)
+
+
+def check_team(value, name: str = "team") -> int:
+    return check_int(value, name, 0, MAX_TEAM)
+
+
+def _str(value, name: str) -> str:
+    if not isinstance(value, str):
+        raise SettingError(f"{name} must be a string, not {type_name(value)} {value!r}")
+    return value
+
+
+def check_background(value, name: str = "background") -> str:
+    value = _str(value, name)
+    if value == "transparent":
+        return value
+    if not re.fullmatch(r"#[0-9a-fA-F]{6}", value):
+        raise SettingError(f"{name} must be \"transparent\" or \"#rrggbb\", not {value!r}")
+    return value.lower()
+
+
+def check_camera(value, name: str = "camera") -> str:
+    """auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]] with finite numbers."""
+    value = _str(value, name).strip()
+    if not value or "|" in value:
+        raise SettingError(f"{name} must be \"auto\", a camera name or ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]"
+                           f" (no '|'), not {value!r}")
+    if re.fullmatch(r"[-+0-9.eEaAnNiIfF,:\s]+", value) and any(c.isdigit() for c in value.split(":")[0]):
+        groups = value.split(":")
+        ok = 2 <= len(groups) <= 4 and all(len(g.split(",")) == 3 for g in groups[:3])
+        if ok and len(groups) == 4:
+            ok = len(groups[3].split(",")) == 1
+        try:
+            nums = [float(x) for g in groups for x in g.split(",")] if ok else []
+        except ValueError:
+            ok = False
+        if ok and not all(math.isfinite(x) for x in nums):
+            ok = False
+        if not ok:
+            raise SettingError(f"{name}: an explicit camera is ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]] with finite"
+                               f" numbers, not {value!r}")
+        eye, target = nums[0:3], nums[3:6]
+        view = [t - e for e, t in zip(eye, target, strict=True)]
+        if not any(view):
+            raise SettingError(f"{name}: the eye and the target are the same point ({value!r}): nothing to look at")
+        if len(nums) >= 9:
+            up = nums[6:9]
+            cross = (view[1] * up[2] - view[2] * up[1], view[2] * up[0] - view[0] * up[2],
+                     view[0] * up[1] - view[1] * up[0])
+            if not any(abs(c) > 1e-12 for c in cross):
+                raise SettingError(f"{name}: the up vector is zero or along the view direction ({value!r})")
+        if len(nums) == 10 and not 0 < nums[9] < 180:
+            raise SettingError(f"{name}: the field of view must be between 0 and 180 degrees, not {nums[9]:g}")
+    return value
+
+
+def check_missing_textures(value, name: str = "missing_textures") -> str:
+    value = _str(value, name)
+    if value not in MISSING_MODES:
+        modes = " or ".join(f'"{m}"' for m in MISSING_MODES)
+        raise SettingError(f"{name} must be {modes}, not {value!r}")
+    return value
+
+
+def check_assets(values, name: str = "assets", base: str | Path | None = None) -> tuple[str, ...]:
+    """Asset roots: folders (relative to `base`), absolute, in order, without repeats."""
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, (list, tuple)) or any(not isinstance(v, (str, Path)) for v in values):
+        raise SettingError(f"{name} must be a list of folders, not {type_name(values)} {values!r}")
+    out = []
+    for v in values:
+        p = (Path(base) / v if base is not None else Path(v)).resolve()
+        if not p.is_dir():
+            raise SettingError(f"{name}: asset root {str(v)!r} is not a folder (looked for {p})")
+        out.append(str(p))
+    return tuple(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """How a frame is drawn, validated on construction (SettingError). JSON-friendly."""
+
+    width: int = 256
+    height: int = 256
+    msaa: int = 0
+    background: str = "transparent"
+    camera: str = "auto"
+    team: int = 0
+    missing_textures: str = "checker"
+    assets: tuple = ()  # absolute folders, searched in order after the model's own folders
+
+    def __post_init__(self):
+        w, h = check_size([self.width, self.height])
+        object.__setattr__(self, "width", w)
+        object.__setattr__(self, "height", h)
+        object.__setattr__(self, "msaa", check_msaa(self.msaa))
+        object.__setattr__(self, "background", check_background(self.background))
+        object.__setattr__(self, "camera", check_camera(self.camera))
+        object.__setattr__(self, "team", check_team(self.team))
+        object.__setattr__(self, "missing_textures", check_missing_textures(self.missing_textures))
+        object.__setattr__(self, "assets", tuple(str(a) for a in self.assets))
+
+    FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RenderSettings:
+        """The settings among `d`'s keys (other keys are ignored)."""
+        return cls(**{k: (tuple(d[k]) if k == "assets" else d[k]) for k in cls.FIELDS if k in d})
+
+    @classmethod
+    def split(cls, d: Mapping[str, Any]) -> tuple[RenderSettings, dict]:
+        """(the settings among `d`'s keys, the other keys): how flat documents (job files, Celery
+        messages) that carry settings next to other fields are read."""
+        return cls.from_dict(d), {k: v for k, v in d.items() if k not in cls.FIELDS}
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["assets"] = list(self.assets)
+        return d
+
+    def replace(self, **changes) -> RenderSettings:
+        return replace(self, **changes)
+
+    def frame_spec(self, sequence: int | None, time_ms: int):
+        """The renderer's FrameSpec for one frame under these settings."""
+        from renderer.frame import FrameSpec  # no GL: the renderer's data classes, not its context
+
+        return FrameSpec(sequence=sequence, time_ms=int(time_ms), width=self.width, height=self.height,
+                         camera=self.camera, team=self.team, msaa=self.msaa, background=self.background,
+                         assets=tuple(self.assets), missing_textures=self.missing_textures)
+
+
+# --------------------------------------------------------------------------------------------
+# FARM_* environment variables
+
+
+def env_int(name: str, default: int | None, environ: Mapping[str, str] | None = None, *, minimum: int = 0,
+            maximum: int | None = None) -> int | None:
+    """An integer FARM_* variable: `default` when unset or empty, else an int in minimum..maximum;
+    any other value is a ValueError naming the variable (never silently ignored)."""
+    env = os.environ if environ is None else environ
+    raw = str(env.get(name, "")).strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {raw!r}") from None
+    if maximum is not None and not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be from {minimum} to {maximum}, not {value}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, not {value}")
+    return value
+
+
+def default_out(environ: Mapping[str, str] | None = None) -> str:
+    """The store commands use when none is given: FARM_OUT, else ./farm-out."""
+    env = os.environ if environ is None else environ
+    return env.get("FARM_OUT") or DEFAULT_OUT
+
+
+def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The broker to use: the argument, else FARM_BROKER_URL, else None (run locally).
+    ``"local"`` runs locally even when FARM_BROKER_URL is set."""
+    env = os.environ if environ is None else environ
+    if broker == "local":
+        return None
+    return broker or env.get("FARM_BROKER_URL") or None

@@ -1,0 +1,147 @@
+"""The layers hold: the import graph of farm/ and renderer/, read from the source, has no cycle,
+renderer never imports farm, renderer.gl imports nothing else of ours, and an import inside a
+function says why (a comment on its line or the line before) and exists only to keep GL, Celery or
+another heavy library out of a process that must not load it.
+
+Every import counts, at module level or inside a function: a lazy import that closes a cycle is a
+cycle all the same. Names registered as "module:attribute" strings (renderer.formats.LOADERS,
+farm.run.execute.BATCH_KINDS, farm.run.dispatch.RUNNERS) are not imports and are not edges.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("farm", "renderer")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))}
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _target(name: str, modules: dict) -> str | None:
+    """The module of ours that importing `name` loads (the longest known prefix)."""
+    parts = name.split(".")
+    while parts:
+        cand = ".".join(parts)
+        if cand in modules:
+            return cand
+        parts.pop()
+    return None
+
+
+def _visit(node, in_func: bool, mod: str, is_pkg: bool, modules: dict, edges: list) -> None:
+    for child in ast.iter_child_nodes(node):
+        inner = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+        if isinstance(child, ast.Import):
+            for a in child.names:
+                t = _target(a.name, modules)
+                if t and t != mod:
+                    edges.append((t, child.lineno, in_func))
+        elif isinstance(child, ast.ImportFrom):
+            base = _resolve(mod, is_pkg, child)
+            for a in child.names:
+                t = _target(f"{base}.{a.name}", modules) or _target(base, modules)
+                if t and t != mod:
+                    edges.append((t, child.lineno, in_func))
+        _visit(child, inner, mod, is_pkg, modules, edges)
+
+
+def imports(modules: dict[str, Path]) -> dict[str, list[tuple[str, int, bool]]]:
+    """module -> [(imported module of ours, line, inside a function)]."""
+    graph: dict[str, list[tuple[str, int, bool]]] = {}
+    for mod, path in modules.items():
+        tree = ast.parse(path.read_text("utf-8"), str(path))
+        is_pkg = path.name == "__init__.py"
+        edges = []
+
+        _visit(tree, False, mod, is_pkg, modules, edges)
+        # Importing a submodule runs its parent packages' __init__ first.
+        for i in range(1, mod.count(".") + 1):
+            parent = mod.rsplit(".", i)[0]
+            if parent in modules and parent != mod:
+                edges.append((parent, 0, False))
+        graph[mod] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, list[tuple[str, int, bool]]]) -> list[str] | None:
+    # A submodule's edge to its own parent packages is how Python loads it, not a dependency.
+    adj = {m: sorted({t for t, _, _ in e if not m.startswith(t + ".")}) for m, e in graph.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def dfs(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in adj.get(m, []):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = dfs(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(adj):
+        if m not in state:
+            found = dfs(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycle():
+    cycle = find_cycle(imports(_modules()))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_checker_finds_a_cycle():
+    g = {"a": [("b", 1, False)], "b": [("c", 1, True)], "c": [("a", 1, False)], "d": [("a", 1, False)]}
+    assert find_cycle(g) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": [("b", 1, False)], "b": []}) is None
+
+
+def test_layers():
+    graph = imports(_modules())
+    bad = [(m, t, line) for m, e in graph.items() if m.startswith("renderer") for t, line, _ in e
+           if t.startswith("farm")]
+    assert not bad, f"renderer imports farm: {bad}"
+    bad = [(m, t, line) for m, e in graph.items() if m.startswith("renderer.gl") for t, line, _ in e
+           if not t.startswith("renderer.gl") and not m.startswith(t + ".")]  # (a parent package's __init__)
+    assert not bad, f"renderer.gl imports the rest of the renderer: {bad}"
+
+
+def test_imports_inside_functions_say_why():
+    modules = {m: p for m, p in _modules().items() if m.startswith("farm")}
+    missing = []
+    for mod, edges in imports(_modules()).items():
+        if mod not in modules:
+            continue
+        lines = modules[mod].read_text("utf-8").splitlines()
+        for _, line, in_func in edges:
+            if not in_func:
+                continue
+            here, above = lines[line - 1], lines[line - 2] if line > 1 else ""
+            if "#" not in here and not above.strip().startswith("#"):
+                missing.append(f"{modules[mod].relative_to(ROOT)}:{line}: {here.strip()}")
+    assert not missing, "imports inside functions without a reason:\n" + "\n".join(sorted(set(missing)))
