@@ -15,10 +15,12 @@ import numpy as np
 
 from renderer import blending, hd
 from renderer.errors import Diagnostic
+from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
 from renderer.gl.state import apply_state
 from renderer.hd import HD_SHADER, is_hd  # noqa: F401  (re-exported: older importers)
 from renderer.model import Model
 from renderer.rules import DEFAULT_LIGHTING, HD_NEUTRAL, HD_SLOTS, lighting_rule
+from renderer.tangents import generate_tangents
 
 
 class ModelGPU:
@@ -70,8 +72,6 @@ class ModelGPU:
 
 def _tangents(model: Model, g, tris):
     """TANG for geosets of HD materials (generated when absent); None for the others."""
-    from renderer.tangents import generate_tangents
-
     if not (0 <= g.material_id < len(model.materials)) or not is_hd(model, model.materials[g.material_id]):
         return None
     if g.tangents is not None and len(g.tangents) == len(g.vertices):
@@ -83,8 +83,6 @@ def _tangents(model: Model, g, tris):
 def _bind_hd_slots(gpu: ModelGPU, pose, loc, material_id: int, li: int, flat: int) -> int:
     """Bind the HD slot textures of one layer (units 2..6) and their uniforms; returns the diffuse id."""
     from OpenGL import GL
-
-    from renderer.gl.model_program import HD_SLOT_UNITS
 
     ids = hd.slot_textures(gpu.model, pose, material_id, li)
     env_found = False
@@ -156,8 +154,6 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
     program.set_lighting(lighting_rule(lighting))
     GL.glUniform1i(loc["u_texture"], 0)
     GL.glUniform1i(loc["u_palette"], 1)
-    from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
-
     for slot, name in HD_SLOT_UNIFORMS.items():
         GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
     GL.glUniform3f(loc["u_eye"], *camera.eye)
