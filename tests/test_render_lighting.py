@@ -44,6 +44,14 @@ def test_the_viewer_rule_is_the_default_and_named_in_the_trace(tmp_path):
     assert g.trace["lighting"].startswith("farm-v0: min(0.4 + 0.75 clamp(N.L, 0, 1), 1), L direction")
 
 
+def test_the_rule_travels_with_the_png(tmp_path):
+    from renderer.png import read_png, write_png
+
+    f = render(lit_quad(tmp_path, TILTED), lighting="farm-v0")
+    write_png(tmp_path / "f.png", f.rgba, f.trace)
+    assert read_png(tmp_path / "f.png")[1]["lighting"] == LIGHTING_FARM_V0.describe()
+
+
 def test_unknown_rule_names_are_refused():
     with pytest.raises(ValueError, match="farm-v0"):
         FrameSpec(lighting="sunny")
