@@ -17,8 +17,8 @@ found by the viewer's path solver in the model's folder only, so our frame uses 
 too and white for anything missing (the viewer's fallback). Prints SSIM (farm.ssim) per model and
 the mean, over the whole frame and over the model's pixels only (where either frame is not the
 background); `--lighting farm-v0` measures our old lighting rule; `--out DIR` keeps both PNGs.
-Limits: the viewer gets no team colour textures (they come from game data; models that show team
-colour differ there), particles are seeded differently, and WebGL runs on Chromium's software
+The viewer's team colour / glow textures (game data) are served as BLPs made from our built-in team
+tables (team 0). Limits: particles are seeded differently, and WebGL runs on Chromium's software
 renderer (SwiftShader) while ours runs on Mesa.
 """
 
@@ -30,6 +30,7 @@ import http.server
 import io
 import json
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -69,11 +70,60 @@ def build(source: Path, scratch: Path) -> Path:
     return out
 
 
+TEAM_PATHS = {"ReplaceableTextures/TeamColor/TeamColor": 1, "ReplaceableTextures/TeamGlow/TeamGlow": 2}
+
+
+def blp1_paletted(rgba: np.ndarray) -> bytes:
+    """A BLP1 (paletted, 8-bit alpha, one level) of an image with at most 256 colours."""
+    h, w = rgba.shape[:2]
+    colours, index = np.unique(rgba[..., :3].reshape(-1, 3), axis=0, return_inverse=True)
+    if len(colours) > 256:
+        raise ValueError("more than 256 colours")
+    palette = np.zeros((256, 4), np.uint8)
+    palette[: len(colours), :3] = colours[:, ::-1]  # B, G, R
+    offset = 156 + 1024
+    pixels = index.astype(np.uint8).tobytes() + rgba[..., 3].astype(np.uint8).tobytes()
+    head = struct.pack("<4s6I", b"BLP1", 1, 8, w, h, 4, 0)
+    return head + struct.pack("<16I", offset, *[0] * 15) + struct.pack("<16I", len(pixels), *[0] * 15) + \
+        palette.tobytes() + pixels
+
+
+def team_texture(path: str) -> bytes | None:
+    """The BLP the viewer asks for a team colour / glow (game data it has no other source for),
+    made from our built-in team tables, so team-coloured models can be compared."""
+    from renderer.formats.textures import team_color_texture, team_glow_texture
+
+    for prefix, rid in TEAM_PATHS.items():
+        if path.startswith(prefix) and path.endswith(".blp") and path[len(prefix):-4].isdigit():
+            team = int(path[len(prefix):-4])
+            return blp1_paletted((team_color_texture if rid == 1 else team_glow_texture)(team))
+    return None
+
+
 class _Files(http.server.SimpleHTTPRequestHandler):
-    """/harness.js and /index.html from the bundle's folder; /m/<path> from the model folder."""
+    """/harness.js and /index.html from the bundle's folder; /m/<path> from the model folder, and
+    the team colour / glow BLPs (`team_texture`)."""
 
     bundle: Path
     models: Path
+    search = None  # the model's renderer.assets.search.AssetSearch: textures the viewer asks for
+
+    def do_GET(self) -> None:
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        data = None
+        if path.startswith("/m/"):
+            data = team_texture(path[3:])
+            direct = Path(self.translate_path(self.path))
+            if data is None and not direct.is_file() and self.search is not None:
+                asset = self.search.find(path[3:])
+                data = asset.data if asset is not None else None
+        if data is None:
+            return super().do_GET()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def translate_path(self, path: str) -> str:
         path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
@@ -88,9 +138,9 @@ class _Files(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def serve(bundle: Path, models: Path) -> tuple[http.server.ThreadingHTTPServer, int]:
+def serve(bundle: Path, models: Path, search=None) -> tuple[http.server.ThreadingHTTPServer, int]:
     (bundle.parent / "index.html").write_text(PAGE)
-    handler = type("Files", (_Files,), {"bundle": bundle, "models": models})
+    handler = type("Files", (_Files,), {"bundle": bundle, "models": models, "search": search})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, server.server_address[1]
@@ -149,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     import browser as chromium
 
     from farm.compare.ssim import ssim
+    from renderer.assets.search import AssetSearch, ModelLocation
     from renderer.formats import load_model
 
     why = chromium.available()
@@ -164,9 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     with chromium.Browser(timeout=args.timeout) as b:
         for path in models:
             path = Path(path).resolve()
-            server, port = serve(Path(bundle).resolve(), path.parent)
+            model = load_model(path)
+            search = AssetSearch.for_model(ModelLocation.of(model))
+            server, port = serve(Path(bundle).resolve(), path.parent, search)
             try:
-                model = load_model(path)
                 mine, cam, seq = ours(model, args)
                 try:
                     theirs = viewer_frame(b, port, path.name, cam, seq, args)
