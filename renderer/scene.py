@@ -17,7 +17,7 @@ from renderer import blending, hd
 from renderer.errors import Diagnostic
 from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
 from renderer.gl.state import apply_state
-from renderer.hd import HD_SHADER, is_hd  # noqa: F401  (re-exported: older importers)
+from renderer.hd import is_hd
 from renderer.model import Model
 from renderer.rules import DEFAULT_LIGHTING, HD_NEUTRAL, HD_SLOTS, lighting_rule
 from renderer.tangents import generate_tangents

@@ -183,3 +183,12 @@ def test_inspect_shows_the_hd_slots(tmp_path, version):
     text = format_text(s)
     assert "HD layer 0: diffuse 0 'hd_diffuse.tga', normal 1 'missing_normal.tga'" in text
     assert "team_color 4 replaceable 1" in text
+
+
+def test_an_1100_material_draws_every_layer_as_its_own_pass(tmp_path):
+    m = hd_model(tmp_path, {"diffuse": (0, 0, 0, 255)}, version=1100, name="passes")
+    Image.fromarray(np.full((4, 4, 4), (0, 0, 200, 255), np.uint8), "RGBA").save(tmp_path / "blue.tga")
+    m.textures.append(Texture(path="blue.tga"))
+    m.materials[0].layers.append(Layer(filter_mode=3, texture_id=len(m.textures) - 1, shading_flags=0x1))  # Additive
+    save_mdx(m, tmp_path / "passes.mdx")
+    np.testing.assert_allclose(pixel(load_mdx(tmp_path / "passes.mdx")), [0, 0, 200], atol=2.5)
