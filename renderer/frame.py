@@ -1,7 +1,8 @@
 """`Renderer.render(model, FrameSpec) -> Frame`: the one public entry for drawing a frame.
 
 A frame is a pure function of its trace: the model's content hash, sequence, time, camera, size,
-MSAA, team colour, background, this renderer's version and the GL environment. Everything that
+MSAA, team colour, background, the lighting rule, the render rules (`renderer.rules.RENDER_RULE`),
+this renderer's version and the GL environment. Everything that
 decides the pixels goes into `Frame.trace`; nothing else (wall time, order, process) may.
 """
 
@@ -19,6 +20,7 @@ from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
+from renderer.rules import DEFAULT_LIGHTING, RENDER_RULE, lighting_rule
 
 RENDERER_VERSION = "0.1"
 
@@ -38,6 +40,10 @@ class FrameSpec:
     game: tuple = ()  # game data: a game folder, or archives (searched patch first) / extracted folders
     stop_at: str | None = None  # the asset / job root holding the model: the search goes no higher
     instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
+    lighting: str = DEFAULT_LIGHTING  # a name in renderer.rules.LIGHTING_RULES
+
+    def __post_init__(self):
+        lighting_rule(self.lighting)  # fail early on an unknown rule name
 
     def background_rgba(self) -> tuple[float, float, float, float]:
         if self.background == "transparent":
@@ -180,7 +186,7 @@ class Renderer:
         fb = Framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
-            draw_model(gpu, pose, camera, aspect, self._program, self._palette)
+            draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting)
             if fx is not None:
                 self._draw_effects(fx, gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
@@ -242,6 +248,8 @@ class Renderer:
             "missing_textures": spec.missing_textures,
             "instance_seed": int(spec.instance_seed),
             "fx_rule": FX_RULE,
+            "lighting": lighting_rule(spec.lighting).describe(),
+            "render_rule": RENDER_RULE,
             "gl": self.gl_info(),
         }
 

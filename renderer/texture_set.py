@@ -55,6 +55,8 @@ class LoadedTexture:
     wrap_s: bool
     wrap_t: bool
     source: str  # where it was found (path or "archive:entry"), "team-color:N", "team-glow:N", "missing", ...
+    mipmaps: str = "generate"  # renderer.formats.textures.mips: generate | stored | none
+    levels: tuple = ()  # the stored levels 1.. when mipmaps == "stored"
 
 
 @dataclass
@@ -69,6 +71,13 @@ def decode_asset(asset) -> np.ndarray:
     from renderer.formats.textures import decode_texture
 
     return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture)
+
+
+def decode_asset_chain(asset):
+    """The `MipChain` of a found asset (level 0 and the stored levels to upload), cached like images."""
+    from renderer.formats.textures import decode_texture_chain
+
+    return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture_chain, decoder="texture-chain")
 
 
 def _missing_sentence(entry: dict, mode: str) -> str:
@@ -139,7 +148,7 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
                 reported.add((asset.where, note))
                 out.diagnostics.append(Diagnostic("texture path", None, note))
         try:
-            rgba = decode_asset(asset)
+            chain = decode_asset_chain(asset)
         except FormatError as e:
             if ("decode", asset.where) not in reported:
                 reported.add(("decode", asset.where))
@@ -147,5 +156,5 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
                                                   f"{e.sentence()}; drawing a {missing} placeholder"))
             out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
             continue
-        out.textures.append(LoadedTexture(rgba, wrap_s, wrap_t, asset.where))
+        out.textures.append(LoadedTexture(chain.top, wrap_s, wrap_t, asset.where, chain.mode, chain.levels[1:]))
     return out

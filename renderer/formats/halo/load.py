@@ -16,7 +16,7 @@ from renderer.model import Bone, Extent, Geoset, Layer, Material, Model, Texture
 from . import geometry as G
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .model_tag import LODS, MODEL_FLAGS, PART_FLAGS, PERMUTATION_FLAGS, ModelTag, Part, read_model_tag
-from .shaders import ShaderInfo, flat_color, resolve_shader
+from .shaders import UNKNOWN_SHADER_FLAGS, ShaderInfo, flat_color, resolve_shader
 from .tagfile import EXTENSIONS, TagRoot, find_tag_root, tag_string
 
 BONE_FLAG = 0x100  # the MDX node-type bit for bones
@@ -196,11 +196,12 @@ class _Builder:
         if 0 <= part.shader < len(self.material_of_shader):
             return self.material_of_shader[part.shader]
         self.diag(part.where, part.offset + 4, f"shader index {part.shader} is outside 0..{len(self.tag.shaders) - 1}; "
-                  f"drawn with the fallback material in {flat_color(MISSING_SHADER)}")
+                  f"drawn with the fallback material, two-sided, in {flat_color(MISSING_SHADER)}")
         if self.fallback_material is None:
             tex = self._flat_texture(flat_color(MISSING_SHADER), None)
             self.fallback_material = len(self.model.materials)
-            self.model.materials.append(Material(shader=MISSING_SHADER, layers=[Layer(texture_id=tex)]))
+            self.model.materials.append(Material(shader=MISSING_SHADER, layers=[
+                Layer(texture_id=tex, shading_flags=UNKNOWN_SHADER_FLAGS)]))
         return self.fallback_material
 
     # -- selection -------------------------------------------------------------------------------
