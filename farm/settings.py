@@ -27,6 +27,7 @@ from typing import Any
 from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.formats.textures.team import REFORGED_TEAMS
 from renderer.frame import FrameSpec
+from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
 from renderer.texture_set import MISSING_MODES
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "broker_url",
     "check_assets",
     "check_game",
+    "check_lighting",
     "check_missing_policy",
     "default_game",
     "check_background",
@@ -204,6 +206,14 @@ def check_game(values, name: str = "game", base: str | Path | None = None) -> tu
     return check_assets(values, name, base)
 
 
+def check_lighting(value, name: str = "lighting") -> str:
+    """A lighting rule by name (renderer.rules.LIGHTING_RULES; the default is the viewer's)."""
+    value = _str(value, name)
+    if value not in LIGHTING_RULES:
+        raise SettingError(f"{name} must be one of {', '.join(sorted(LIGHTING_RULES))}, not {value!r}")
+    return value
+
+
 def check_missing_policy(value, name: str = "missing") -> str:
     value = _str(value, name)
     if value not in MISSING_POLICIES:
@@ -224,6 +234,7 @@ class RenderSettings:
     missing_textures: str = "checker"
     assets: tuple = ()  # absolute folders or archives, searched in order after the model's own folders
     game: tuple = ()  # game data (an installation folder, archives, extracted folders), searched last
+    lighting: str = DEFAULT_LIGHTING  # a rule of renderer.rules.LIGHTING_RULES
 
     def __post_init__(self):
         w, h = check_size([self.width, self.height])
@@ -236,8 +247,10 @@ class RenderSettings:
         object.__setattr__(self, "missing_textures", check_missing_textures(self.missing_textures))
         object.__setattr__(self, "assets", tuple(str(a) for a in self.assets))
         object.__setattr__(self, "game", tuple(str(a) for a in self.game))
+        object.__setattr__(self, "lighting", check_lighting(self.lighting))
 
-    FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets", "game")
+    FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets", "game",
+              "lighting")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RenderSettings:
@@ -257,6 +270,8 @@ class RenderSettings:
             d["game"] = list(self.game)
         else:
             del d["game"]  # the form job files and Celery messages had before game data existed
+        if self.lighting == DEFAULT_LIGHTING:
+            del d["lighting"]  # likewise
         return d
 
     def replace(self, **changes) -> RenderSettings:
@@ -268,7 +283,7 @@ class RenderSettings:
         return FrameSpec(sequence=sequence, time_ms=int(time_ms), width=self.width, height=self.height,
                          camera=self.camera, team=self.team, msaa=self.msaa, background=self.background,
                          assets=tuple(self.assets), missing_textures=self.missing_textures, game=tuple(self.game),
-                         stop_at=stop_at)
+                         stop_at=stop_at, lighting=self.lighting)
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
 from renderer.rules import DEFAULT_LIGHTING, RENDER_RULE, lighting_rule
 
-RENDERER_VERSION = "0.1"
+RENDERER_VERSION = "0.2"  # 0.2: the viewer's lighting rule by default, stored mip levels, HD slots, GEOA colour order
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ class Renderer:
         self.assets = tuple(assets)
         self.game = tuple(game) if isinstance(game, (list, tuple)) else (game,) if game else ()
         self.stop_at = stop_at
+        self._fb = None  # ((width, height, samples), Framebuffer) of the last frame
         self._ctx = None
         self._program = None
         self._palette = None
@@ -169,7 +170,6 @@ class Renderer:
         self.effects.reset()
 
     def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None) -> Frame:
-        from renderer.gl.framebuffer import Framebuffer
         from renderer.gl.model_program import ModelProgram
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import draw_model
@@ -183,7 +183,7 @@ class Renderer:
         # Effects: the content hash seeds the emitters, so it is known before drawing.
         digest = self._digest(model, model_digest)
         fx = self.effects.at(model, gpu.animator, seq, spec.time_ms, spec.instance_seed, digest, camera.view())
-        fb = Framebuffer(spec.width, spec.height, spec.msaa)
+        fb = self._framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
             draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting)
@@ -191,11 +191,30 @@ class Renderer:
                 self._draw_effects(fx, gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
             granted = fb.granted_samples
-        finally:
-            fb.delete()
+        except BaseException:  # a frame that failed half-way: start the next one on a fresh framebuffer
+            self._drop_framebuffer()
+            raise
         trace = self.trace(model, spec, seq, camera, granted, digest)
         record = [dict(a) for a in gpu.search.record] if gpu.search is not None else []
         return Frame(rgba, trace, list(gpu.diagnostics), record)
+
+    def _framebuffer(self, width: int, height: int, samples: int):
+        """The framebuffer of the last frame when it has this size and MSAA, else a new one: a batch
+        of frames of one size allocates its renderbuffers once (every frame clears all of it)."""
+        from renderer.gl.framebuffer import Framebuffer
+
+        key = (int(width), int(height), int(samples))
+        if self._fb is not None and self._fb[0] == key:
+            return self._fb[1]
+        self._drop_framebuffer()
+        fb = Framebuffer(width, height, samples)
+        self._fb = (key, fb)
+        return fb
+
+    def _drop_framebuffer(self) -> None:
+        if self._fb is not None:
+            fb, self._fb = self._fb[1], None
+            fb.delete()
 
     def _draw_effects(self, fx, gpu, pose, camera, aspect, spec) -> None:
         from renderer.fx.draw import draw_effects
@@ -260,6 +279,7 @@ class Renderer:
         self.close()
 
     def close(self) -> None:
+        self._drop_framebuffer()
         for gpu in self._models.values():
             gpu.delete()
         self._models.clear()

@@ -15,12 +15,15 @@ from farm.settings import RenderSettings, SettingError
     ("models/crate.mdx", "Stand", 500, "auto", 64, 32, 4, 2, "#102030", "checker"),
     ("a|b%.mdx", None, 0, "auto", 1, 1, 0, 0, "transparent", "white"),
     ("x.mdx", "Attack|2 %7C", 4_294_967_295, "1,2,3:0,0,0", 8192, 8192, 16, 27, "transparent", "checker"),
+    ("y.mdx", "Stand", 0, "auto", 8, 8, 0, 0, "transparent", "white", "farm-v0"),
+    ("z.mdx", "Stand", 0, "auto", 8, 8, 0, 0, "transparent", "checker", "farm-v0"),
 ])
 def test_parse_key_inverts_trace_key(args):
     key = trace_key(*args)
     k = parse_key(key)
     assert (k.model, k.sequence, k.time_ms, k.camera, k.width, k.height, k.msaa, k.team, k.background,
-            k.missing_textures) == args
+            k.missing_textures, k.lighting)[:len(args)] == args
+    assert ("lighting=" in key) == (len(args) == 11)  # the default rule is not spelled out: old keys stay
     assert str(k) == key
     assert k.rest == key.split("|", 1)[1] and k.model == args[0]
 

@@ -14,6 +14,7 @@ from farm.settings import (
     check_background,
     check_camera,
     check_game,
+    check_lighting,
     check_time,
     containing_root,
     default_game,
@@ -26,6 +27,7 @@ from renderer.formats.halo import format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
 from renderer.png import write_png
+from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
 from renderer.summary import format_text, summarize
 from renderer.texture_set import MISSING_MODES
 
@@ -130,7 +132,8 @@ def cmd_render(args) -> int:
                               background=check_background(args.background, "--background"),
                               camera=check_camera(args.camera, "--camera"), team=args.team,
                               missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
-                              game=check_game(args.game, "--game") if args.game else default_game())
+                              game=check_game(args.game, "--game") if args.game else default_game(),
+                              lighting=check_lighting(args.lighting, "--lighting"))
     stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     try:
@@ -180,6 +183,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="asset root, a folder or an MPQ archive (.mpq, .w3x, .w3m); repeatable, searched in order"
                         " after the model's folder and the folders above it up to its map")
+    s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES),
+                   help=f"lighting rule (renderer/rules.py; default {DEFAULT_LIGHTING}: the most used viewer's)")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
                         " first), archives, or extracted data (default: $FARM_GAME_DIR)")

@@ -6,7 +6,8 @@ A trace key names everything a manifest decides about a frame, as one stable str
 
 (model path relative to the manifest, sequence name, ms from the sequence start, camera, size,
 MSAA, team colour, background; ``|white`` is appended when missing textures are drawn plain white
-instead of the default checker). '|' and '%' inside names are percent-escaped. A model with no
+instead of the default checker, and ``|lighting=NAME`` when the lighting rule is not the default
+one, renderer.rules.DEFAULT_LIGHTING). '|' and '%' inside names are percent-escaped. A model with no
 sequences has the sequence ``-`` (bind pose). The model's content hash, renderer version and GL
 environment complete the trace in each image's metadata; they are not in the key, so a golden can
 follow a trace across model edits and Mesa upgrades.
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from renderer.rules import DEFAULT_LIGHTING
 
 __all__ = ["TraceKeyError", "TraceKey", "parse_key", "trace_key"]
 
@@ -50,10 +53,11 @@ class TraceKey:
     team: int
     background: str
     missing_textures: str = "checker"
+    lighting: str = DEFAULT_LIGHTING
 
     def __str__(self) -> str:
         return trace_key(self.model, self.sequence, self.time_ms, self.camera, self.width, self.height, self.msaa,
-                         self.team, self.background, self.missing_textures)
+                         self.team, self.background, self.missing_textures, self.lighting)
 
     @property
     def rest(self) -> str:
@@ -62,11 +66,13 @@ class TraceKey:
 
 
 def trace_key(model: str, sequence: str | None, time_ms: int, camera: str, width: int, height: int, msaa: int,
-              team: int, background: str, missing_textures: str = "checker") -> str:
+              team: int, background: str, missing_textures: str = "checker", lighting: str = DEFAULT_LIGHTING) -> str:
     parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), f"{int(time_ms)}ms", _esc(camera),
              f"{int(width)}x{int(height)}", f"msaa{int(msaa)}", f"team{int(team)}", background]
     if missing_textures != "checker":
         parts.append(missing_textures)
+    if lighting != DEFAULT_LIGHTING:
+        parts.append(f"lighting={lighting}")
     return "|".join(parts)
 
 
@@ -76,13 +82,18 @@ _SIZE = re.compile(r"(\d+)x(\d+)")
 
 def parse_key(key: str) -> TraceKey:
     parts = str(key).split("|")
-    if len(parts) not in (8, 9):
+    if not 8 <= len(parts) <= 10:
         raise TraceKeyError(f"{key!r} is not a trace key (model|sequence|time|camera|size|msaa|team|background)")
+    missing, lighting = "checker", DEFAULT_LIGHTING
+    for extra in parts[8:]:
+        if extra.startswith("lighting="):
+            lighting = extra[len("lighting="):]
+        else:
+            missing = extra
     model, seq, time, camera, size, msaa, team, background = parts[:8]
     t, s = _TIME.fullmatch(time), _SIZE.fullmatch(size)
     if not (t and s and msaa.startswith("msaa") and msaa[4:].isdigit() and team.startswith("team")
             and team[4:].isdigit()):
         raise TraceKeyError(f"{key!r} is not a trace key (model|sequence|time|camera|size|msaa|team|background)")
     return TraceKey(_unesc(model), None if seq == NO_SEQUENCE else _unesc(seq), int(t.group(1)), _unesc(camera),
-                    int(s.group(1)), int(s.group(2)), int(msaa[4:]), int(team[4:]), background,
-                    parts[8] if len(parts) == 9 else "checker")
+                    int(s.group(1)), int(s.group(2)), int(msaa[4:]), int(team[4:]), background, missing, lighting)

@@ -62,6 +62,7 @@ from farm.settings import (
     check_camera,
     check_game,
     check_int,
+    check_lighting,
     check_missing_policy,
     check_missing_textures,
     check_msaa,
@@ -85,7 +86,7 @@ __all__ = [
 THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 
 # Render settings: allowed at the top level and in each [[models]] entry.
-SETTINGS = ("assets", "game", "size", "msaa", "background", "camera", "team", "missing_textures", "missing",
+SETTINGS = ("assets", "game", "lighting", "size", "msaa", "background", "camera", "team", "missing_textures", "missing",
             "sequences", "timestamps", "every", "thresholds")
 TOP_KEYS = ("name", "models", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
@@ -419,7 +420,8 @@ def _settings(ctx: _Ctx, table: dict, key: tuple, root: Path) -> dict:
     if "size" in table:
         s["width"], s["height"] = _setting(ctx, (*key, "size"), check_size, table["size"])
     for name, check in (("msaa", check_msaa), ("background", check_background), ("camera", check_camera),
-                        ("team", check_team), ("missing_textures", check_missing_textures)):
+                        ("team", check_team), ("missing_textures", check_missing_textures),
+                        ("lighting", check_lighting)):
         if name in table:
             s[name] = _setting(ctx, (*key, name), check, table[name])
     if "sequences" in table:

@@ -13,7 +13,7 @@ STRIDE_FLOATS = 14
 class GeosetBuffers:
     """`tangents` (n, 4), for HD materials, go to attribute 5 (absent: (0, 0, 0, 1))."""
 
-    __slots__ = ("vao", "vbo", "uvbo", "ebo", "tbo", "count", "nverts", "nsets")
+    __slots__ = ("vao", "vbo", "uvbo", "ebo", "tbo", "count", "nverts", "nsets", "uv_set")
 
     def __init__(self, positions, normals, bones, weights, uv_sets, triangles, tangents=None):
         from OpenGL import GL
@@ -28,6 +28,7 @@ class GeosetBuffers:
             np.zeros((n, 2), np.float32))
         idx = np.ascontiguousarray(triangles, np.uint32).reshape(-1)
         self.nverts, self.nsets, self.count = n, max(len(uv_sets), 1), len(idx)
+        self.uv_set = 0  # the UV set attribute 4 points at (set 0 below)
         self.vao = int(GL.glGenVertexArrays(1))
         self.vbo, self.uvbo, self.ebo = (int(x) for x in GL.glGenBuffers(3))
         GL.glBindVertexArray(self.vao)
@@ -59,9 +60,12 @@ class GeosetBuffers:
         from OpenGL import GL
 
         k = k if 0 <= k < self.nsets else 0
+        if k == self.uv_set:  # the VAO keeps the pointer: nothing to do
+            return
         GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.uvbo)
         GL.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(k * self.nverts * 8))
         GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
+        self.uv_set = k
 
     def draw(self) -> None:
         from OpenGL import GL

@@ -1,0 +1,88 @@
+"""Where a still frame's milliseconds go, per model: posing, issuing the draw calls (Python and
+PyOpenGL), llvmpipe rasterising them (glFinish), and reading the pixels back.
+
+    .venv/bin/python bench/profile_frame.py [--size 512] [--frames 30]
+
+The phases are timed inside one `Renderer.render` by wrapping its steps (the renderer itself is
+unchanged); the bare GL floor of bench/render.py is printed next to them. Medians of --frames.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("EGL_PLATFORM", "surfaceless")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from render import CORPUS, MODELS, floor_ms  # noqa: E402
+
+from renderer import frame as frame_mod  # noqa: E402
+from renderer.formats import load_model  # noqa: E402
+from renderer.frame import FrameSpec, Renderer  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size", type=int, default=512)
+    ap.add_argument("--frames", type=int, default=30)
+    args = ap.parse_args()
+    from OpenGL import GL
+
+    import renderer.scene as scene
+    from renderer.gl.framebuffer import Framebuffer
+
+    phases: dict[str, list[float]] = {}
+    real_draw, real_read, real_pose = scene.draw_model, Framebuffer.read_rgba, Renderer._pose
+
+    def timed(name, fn):
+        def run(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                phases.setdefault(name, []).append(time.perf_counter() - t)
+        return run
+
+    def draw(*a, **k):
+        timed("issue draws", real_draw)(*a, **k)
+        t = time.perf_counter()
+        GL.glFinish()
+        phases.setdefault("rasterise (glFinish)", []).append(time.perf_counter() - t)
+
+    scene.draw_model = draw
+    Framebuffer.read_rgba = timed("read back", real_read)
+    Renderer._pose = timed("pose", real_pose)
+    print(f"{'model':<14}{'total':>8}{'pose':>8}{'issue':>8}{'raster':>8}{'read':>8}{'floor':>8}  (ms, median)")
+    for name, rel, _ in MODELS:
+        path = CORPUS / rel
+        if not path.is_file():
+            continue
+        model = load_model(path)
+        r = Renderer()
+        spec = FrameSpec(width=args.size, height=args.size)
+        for _ in range(3):
+            r.render(model, spec)
+        phases.clear()
+        totals = []
+        for _ in range(args.frames):
+            t = time.perf_counter()
+            r.render(model, spec)
+            totals.append(time.perf_counter() - t)
+        med = {k: statistics.median(v) * 1000 for k, v in phases.items()}
+        fl = floor_ms(r, model, args.size, args.frames) if callable(floor_ms) else float("nan")
+        print(f"{name:<14}{statistics.median(totals) * 1000:8.2f}{med['pose']:8.2f}{med['issue draws']:8.2f}"
+              f"{med['rasterise (glFinish)']:8.2f}{med['read back']:8.2f}{fl:8.2f}")
+        r.close()
+    _ = frame_mod
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
