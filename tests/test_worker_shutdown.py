@@ -1,4 +1,6 @@
-"""Stopping a worker the way docker/compose.yaml does (SIGTERM with REMAP_SIGTERM=SIGQUIT and
+"""The worker services of docker/compose.yaml against a real Celery worker and the real Redis.
+
+Stopping a worker the way docker/compose.yaml does (SIGTERM with REMAP_SIGTERM=SIGQUIT and
 FARM_SOFT_SHUTDOWN_TIMEOUT) puts the batch it was running back in the queue at once, not after the
 visibility timeout. A real Celery worker on the real Redis (127.0.0.1:6379), with the farm's app
 configuration and a long late-acked task standing in for a render batch."""
@@ -6,7 +8,9 @@ configuration and a long late-acked task standing in for a render batch."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -16,6 +20,7 @@ import uuid
 import pytest
 
 redis = pytest.importorskip("redis")
+yaml = pytest.importorskip("yaml")
 
 BROKER = "redis://127.0.0.1:6379/14"
 
@@ -42,7 +47,7 @@ def _wait(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-def _start(tmp_path, queue: str, **extra: str):
+def _start(tmp_path, queue: str, node: str | None = None, send: bool = True, **extra: str):
     (tmp_path / "shutdown_app.py").write_text(textwrap.dedent("""
         import time
         from farm.celery import app
@@ -59,9 +64,11 @@ def _start(tmp_path, queue: str, **extra: str):
     log = open(tmp_path / "worker.log", "w")
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "shutdown_app", "worker", "--pool=prefork", "--concurrency=1",
-         "-Q", queue, "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
+         "-Q", queue, "-n", node or f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
          "--loglevel=info"], cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     log.close()
+    if not send:
+        return worker
     from celery import Celery
 
     marker = tmp_path / "started.txt"
@@ -115,3 +122,33 @@ def test_a_killed_worker_strands_its_batch_until_the_visibility_timeout(tmp_path
     for tag in stranded:  # leave nothing behind for a later restore
         client.hdel("unacked", tag)
         client.zrem("unacked_index", tag)
+
+
+def test_the_compose_health_check_passes_for_a_live_worker_only(tmp_path, client, queue):
+    """The worker service's health check, word for word from compose.yaml, as its container runs it
+    ($HOSTNAME is the container's host name, which Celery's %h expands to)."""
+    from pathlib import Path
+
+    compose = yaml.safe_load((Path(__file__).resolve().parents[1] / "docker" / "compose.yaml").read_text())
+    service = compose["services"]["worker"]
+    check = service["healthcheck"]["test"][1].replace("$$", "$")
+    node = service["command"][service["command"].index("-n") + 1]
+    env = {**os.environ, "FARM_BROKER_URL": BROKER, "HOSTNAME": socket.gethostname(),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env.pop("FARM_NIGHTLY_MANIFEST", None)
+
+    def healthy(wait: str = "10") -> bool:  # the failing cases need not wait the check's full 10 s
+        cmd = check.replace("--timeout 10", f"--timeout {wait}")
+        return subprocess.run(["sh", "-c", cmd], env=env, capture_output=True, timeout=60).returncode == 0
+
+    assert shlex.split(check)[:4] == ["celery", "-A", "farm.celery", "inspect"]
+    assert "--timeout 10" in check
+    assert not healthy("1")  # no worker of that name on this broker yet
+    worker = _start(tmp_path, queue, node=node, send=False)
+    try:
+        _wait(lambda: "ready." in (tmp_path / "worker.log").read_text(), 60, "the worker to be ready")
+        _wait(healthy, 60, "the health check to pass")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert not healthy("1")
