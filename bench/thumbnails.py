@@ -1,4 +1,4 @@
-"""`farm thumbnails` throughput on the corpus: models per minute with 1 and 2 local processes.
+r"""`farm thumbnails` throughput on the corpus: models per minute with 1 and 2 local processes.
 
     .venv/bin/python bench/thumbnails.py [--corpus ../shared/corpus] [--size 256] [--repeat 3]
                                          [--format png|webp]
@@ -12,6 +12,10 @@ interleaved and the best of --repeat is kept, so both see the same machine load.
 * start-up: the same command on a folder with one small model (spawning the pool, imports, GL
   contexts, llvmpipe compiling shaders on first draw); and the rate with that taken out, which is
   what a large tree approaches, since the corpus itself takes only a few seconds.
+
+With --shared N, also a tree of N models that share one 1024x1024 texture (as hundreds of units
+share `Textures\X.blp`), in one process, with the per-process decode cache (renderer.assets.cache)
+and without it (DECODE_CACHE_MB=0): models per minute for both and their ratio.
 """
 
 from __future__ import annotations
@@ -39,13 +43,53 @@ def timed(roots: list[Path], out: Path, workers: int, size: int, fmt: str) -> tu
     return time.perf_counter() - t0, s.models, len(s.failed)
 
 
+def shared(args) -> None:
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    from renderer.samples import write_samples
+
+    with tempfile.TemporaryDirectory(prefix="bench-shared-") as tmp:
+        tmp = Path(tmp)
+        samples = tmp / "samples"
+        write_samples(samples)
+        tree = tmp / "tree"
+        (tree / "Textures").mkdir(parents=True)
+        rng = np.random.default_rng(1)
+        Image.fromarray(rng.integers(0, 255, (1024, 1024, 4), dtype=np.uint8), "RGBA").save(
+            tree / "Textures" / "Crate.tga")
+        for i in range(args.shared):
+            d = tree / f"unit{i:04d}"
+            d.mkdir()
+            shutil.copy(samples / "crate.mdx", d / "crate.mdx")
+        rates = {}
+        for label, mb in (("cache", ""), ("no cache", "0")):
+            env = dict(os.environ, DECODE_CACHE_MB=mb)
+            code = (f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); from farm.thumbs import ThumbnailOptions,"
+                    f" make_thumbnails; t = time.perf_counter(); s = make_thumbnails([{str(tree)!r}],"
+                    f" {str(tmp / label.replace(' ', '-'))!r}, ThumbnailOptions(size=64, sheet=0), workers=1,"
+                    f" broker='local', progress=False); print(s.models, time.perf_counter() - t)")
+            out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+            n, dt = out.stdout.split()
+            rates[label] = int(n) / float(dt) * 60
+        print(f"{args.shared} models sharing one 1024x1024 texture, 1 process: with the decode cache"
+              f" {rates['cache']:.0f} models/min, without {rates['no cache']:.0f} models/min,"
+              f" ratio {rates['cache'] / rates['no cache']:.2f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--format", choices=("png", "webp"), default="png")
+    ap.add_argument("--shared", type=int, default=0, metavar="N", help="also N models sharing one texture:"
+                                                                      " the decode cache on and off")
     args = ap.parse_args()
+    if args.shared:
+        shared(args)
     corpus = Path(args.corpus)
     if not corpus.is_dir():
         print(f"bench/thumbnails.py: no corpus at {corpus}", file=sys.stderr)

@@ -24,29 +24,40 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.formats.textures.team import REFORGED_TEAMS
+from renderer.frame import FrameSpec
 from renderer.texture_set import MISSING_MODES
 
 __all__ = [
     "DEFAULT_OUT",
     "MAX_SIZE",
     "MAX_TEAM",
+    "MAX_TIME_MS",
+    "MISSING_POLICIES",
     "MSAA_VALUES",
     "RenderSettings",
     "SettingError",
     "broker_url",
     "check_assets",
+    "check_game",
+    "check_missing_policy",
+    "default_game",
     "check_background",
     "check_camera",
     "check_missing_textures",
     "check_msaa",
     "check_size",
     "check_team",
+    "check_time",
+    "containing_root",
     "default_out",
     "env_int",
     "type_name",
 ]
 
+MISSING_POLICIES = ("warn", "fail")  # what a frame rendered with a missing asset is: done (noted) or failed
+MAX_TIME_MS = 2**53  # the largest ms count a float64 holds exactly: timestamps beyond it are refused
 MSAA_VALUES = (0, 1, 2, 4, 8, 16)
 MAX_SIZE = 8192
 MAX_TEAM = REFORGED_TEAMS - 1  # team colour indices 0..27
@@ -95,6 +106,11 @@ def check_size(value, name: str = "size") -> tuple[int, int]:
     return int(w), int(h)
 
 
+def check_time(value, name: str = "time") -> int:
+    """A timestamp in ms from the sequence start: an integer in 0..MAX_TIME_MS."""
+    return check_int(value, name, 0, MAX_TIME_MS)
+
+
 def check_msaa(value, name: str = "msaa") -> int:
     return check_int(value, name, 0, 16, allowed=MSAA_VALUES)
 
@@ -130,13 +146,26 @@ def check_camera(value, name: str = "camera") -> str:
         if ok and len(groups) == 4:
             ok = len(groups[3].split(",")) == 1
         try:
-            if ok:
-                ok = all(math.isfinite(float(x)) for g in groups for x in g.split(","))
+            nums = [float(x) for g in groups for x in g.split(",")] if ok else []
         except ValueError:
+            ok = False
+        if ok and not all(math.isfinite(x) for x in nums):
             ok = False
         if not ok:
             raise SettingError(f"{name}: an explicit camera is ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]] with finite"
                                f" numbers, not {value!r}")
+        eye, target = nums[0:3], nums[3:6]
+        view = [t - e for e, t in zip(eye, target, strict=True)]
+        if not any(view):
+            raise SettingError(f"{name}: the eye and the target are the same point ({value!r}): nothing to look at")
+        if len(nums) >= 9:
+            up = nums[6:9]
+            cross = (view[1] * up[2] - view[2] * up[1], view[2] * up[0] - view[0] * up[2],
+                     view[0] * up[1] - view[1] * up[0])
+            if not any(abs(c) > 1e-12 for c in cross):
+                raise SettingError(f"{name}: the up vector is zero or along the view direction ({value!r})")
+        if len(nums) == 10 and not 0 < nums[9] < 180:
+            raise SettingError(f"{name}: the field of view must be between 0 and 180 degrees, not {nums[9]:g}")
     return value
 
 
@@ -148,19 +177,38 @@ def check_missing_textures(value, name: str = "missing_textures") -> str:
     return value
 
 
+def _is_archive(p: Path) -> bool:
+    return p.is_file() and p.suffix.lower() in ARCHIVE_SUFFIXES
+
+
 def check_assets(values, name: str = "assets", base: str | Path | None = None) -> tuple[str, ...]:
-    """Asset roots: folders (relative to `base`), absolute, in order, without repeats."""
-    if isinstance(values, str):
+    """Asset roots: folders or MPQ archives (.mpq, .w3x, .w3m; relative to `base`), absolute, in
+    order, without repeats."""
+    if isinstance(values, (str, Path)):
         values = [values]
     if not isinstance(values, (list, tuple)) or any(not isinstance(v, (str, Path)) for v in values):
-        raise SettingError(f"{name} must be a list of folders, not {type_name(values)} {values!r}")
+        raise SettingError(f"{name} must be a list of folders or MPQ archives, not {type_name(values)} {values!r}")
     out = []
     for v in values:
         p = (Path(base) / v if base is not None else Path(v)).resolve()
-        if not p.is_dir():
-            raise SettingError(f"{name}: asset root {str(v)!r} is not a folder (looked for {p})")
+        if not (p.is_dir() or _is_archive(p)):
+            raise SettingError(f"{name}: asset root {str(v)!r} is not a folder or an MPQ archive"
+                               f" ({', '.join(ARCHIVE_SUFFIXES)}) (looked for {p})")
         out.append(str(p))
     return tuple(dict.fromkeys(out))
+
+
+def check_game(values, name: str = "game", base: str | Path | None = None) -> tuple[str, ...]:
+    """Game data: a Warcraft III installation folder (its archives are found in the game's order),
+    game archives, or folders of extracted data (Reforged's CASC storage must be extracted first)."""
+    return check_assets(values, name, base)
+
+
+def check_missing_policy(value, name: str = "missing") -> str:
+    value = _str(value, name)
+    if value not in MISSING_POLICIES:
+        raise SettingError(f"{name} must be \"warn\" or \"fail\", not {value!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -174,7 +222,8 @@ class RenderSettings:
     camera: str = "auto"
     team: int = 0
     missing_textures: str = "checker"
-    assets: tuple = ()  # absolute folders, searched in order after the model's own folders
+    assets: tuple = ()  # absolute folders or archives, searched in order after the model's own folders
+    game: tuple = ()  # game data (an installation folder, archives, extracted folders), searched last
 
     def __post_init__(self):
         w, h = check_size([self.width, self.height])
@@ -186,13 +235,14 @@ class RenderSettings:
         object.__setattr__(self, "team", check_team(self.team))
         object.__setattr__(self, "missing_textures", check_missing_textures(self.missing_textures))
         object.__setattr__(self, "assets", tuple(str(a) for a in self.assets))
+        object.__setattr__(self, "game", tuple(str(a) for a in self.game))
 
-    FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets")
+    FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets", "game")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RenderSettings:
         """The settings among `d`'s keys (other keys are ignored)."""
-        return cls(**{k: (tuple(d[k]) if k == "assets" else d[k]) for k in cls.FIELDS if k in d})
+        return cls(**{k: (tuple(d[k]) if k in ("assets", "game") else d[k]) for k in cls.FIELDS if k in d})
 
     @classmethod
     def split(cls, d: Mapping[str, Any]) -> tuple[RenderSettings, dict]:
@@ -203,18 +253,22 @@ class RenderSettings:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["assets"] = list(self.assets)
+        if self.game:
+            d["game"] = list(self.game)
+        else:
+            del d["game"]  # the form job files and Celery messages had before game data existed
         return d
 
     def replace(self, **changes) -> RenderSettings:
         return replace(self, **changes)
 
-    def frame_spec(self, sequence: int | None, time_ms: int):
-        """The renderer's FrameSpec for one frame under these settings."""
-        from renderer.frame import FrameSpec  # no GL: the renderer's data classes, not its context
-
+    def frame_spec(self, sequence: int | None, time_ms: int, stop_at: str | None = None):
+        """The renderer's FrameSpec for one frame under these settings; `stop_at` is the job or asset
+        root that holds the model (the texture search climbs no higher)."""
         return FrameSpec(sequence=sequence, time_ms=int(time_ms), width=self.width, height=self.height,
                          camera=self.camera, team=self.team, msaa=self.msaa, background=self.background,
-                         assets=tuple(self.assets), missing_textures=self.missing_textures)
+                         assets=tuple(self.assets), missing_textures=self.missing_textures, game=tuple(self.game),
+                         stop_at=stop_at)
 
 
 # --------------------------------------------------------------------------------------------
@@ -238,6 +292,25 @@ def env_int(name: str, default: int | None, environ: Mapping[str, str] | None = 
     if value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, not {value}")
     return value
+
+
+def containing_root(model: str | Path, roots) -> str | None:
+    """The first of `roots` (folders) that holds `model` (a path or ARCHIVE:ENTRY source): where its
+    texture search stops climbing. None when none does."""
+    split = split_source(model)
+    path = Path(split[0] if split else model).resolve()
+    for r in roots:
+        root = Path(r).resolve()
+        if root.is_dir() and path.is_relative_to(root):
+            return str(root)
+    return None
+
+
+def default_game(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Game data named by FARM_GAME_DIR (a folder; several separated by os.pathsep), checked."""
+    env = os.environ if environ is None else environ
+    raw = [p for p in (env.get("FARM_GAME_DIR") or "").split(os.pathsep) if p.strip()]
+    return check_game(raw, "FARM_GAME_DIR") if raw else ()
 
 
 def default_out(environ: Mapping[str, str] | None = None) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from renderer.formats import options
+from renderer import rules
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ PARTICLE_STATES = (
     BlendState("Modulate2x", ("DST_COLOR", "SRC_COLOR", "ZERO", "ONE"), False, 0.02, False),
     BlendState("AlphaKey", ("SRC_ALPHA", "ONE_MINUS_SRC_ALPHA", "ONE", "ONE_MINUS_SRC_ALPHA"), False, 0.75, False),
 )
-assert tuple(s.name for s in PARTICLE_STATES) == options.PRE2_FILTER_MODES
-assert tuple(s.name for s in LAYER_STATES) == options.LAYER_FILTER_MODES
+assert tuple(s.name for s in PARTICLE_STATES) == rules.PRE2_FILTER_MODES
+assert tuple(s.name for s in LAYER_STATES) == rules.LAYER_FILTER_MODES
 
 
 def layer_state(filter_mode: int) -> BlendState:
@@ -65,7 +65,7 @@ def particle_state(filter_mode: int) -> BlendState:
     """PRE2 filter mode -> state; the one conversion from the MDX value. Invalid -> Blend."""
     if 0 <= filter_mode < len(PARTICLE_STATES):
         return PARTICLE_STATES[filter_mode]
-    return PARTICLE_STATES[options.PRE2_INVALID_FILTER_MODE]
+    return PARTICLE_STATES[rules.PRE2_INVALID_FILTER_MODE]
 
 
 # Layer shading flags.

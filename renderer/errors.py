@@ -27,6 +27,8 @@ class FormatError(Exception):
     def sentence(self) -> str:
         at = f" at {self.unit} {self.offset}" if self.offset is not None else ""
         place = f" {self.where}" if self.where else ""
+        if not (place or at):  # a problem of the whole file: "path: problem", not "path:: problem"
+            return f"{self.path}: {self.problem}"
         return f"{self.path}:{place}{at}: {self.problem}"
 
 

@@ -23,6 +23,9 @@ def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = Non
         with open(tmp, "wb") as f:  # no fsync: the rename is what readers rely on; a lost frame re-renders
             f.write(data)
         os.replace(tmp, path)
+    except OSError as e:  # name the file the caller asked for, not the temporary one
+        tmp.unlink(missing_ok=True)
+        raise type(e)(e.errno, e.strerror, str(path)) from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -1,7 +1,8 @@
 """`Renderer.render(model, FrameSpec) -> Frame`: the one public entry for drawing a frame.
 
 A frame is a pure function of its trace: the model's content hash, sequence, time, camera, size,
-MSAA, team colour, background, this renderer's version and the GL environment. Everything that
+MSAA, team colour, background, the lighting rule, the render rules (`renderer.rules.RENDER_RULE`),
+this renderer's version and the GL environment. Everything that
 decides the pixels goes into `Frame.trace`; nothing else (wall time, order, process) may.
 """
 
@@ -19,6 +20,7 @@ from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
+from renderer.rules import DEFAULT_LIGHTING, RENDER_RULE, lighting_rule
 
 RENDERER_VERSION = "0.1"
 
@@ -33,9 +35,15 @@ class FrameSpec:
     team: int = 0
     msaa: int = 0
     background: str = "transparent"  # transparent | #rrggbb
-    assets: tuple = ()
+    assets: tuple = ()  # asset roots, searched in order: folders or MPQ archives
     missing_textures: str = "checker"  # checker | white
+    game: tuple = ()  # game data: a game folder, or archives (searched patch first) / extracted folders
+    stop_at: str | None = None  # the asset / job root holding the model: the search goes no higher
     instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
+    lighting: str = DEFAULT_LIGHTING  # a name in renderer.rules.LIGHTING_RULES
+
+    def __post_init__(self):
+        lighting_rule(self.lighting)  # fail early on an unknown rule name
 
     def background_rgba(self) -> tuple[float, float, float, float]:
         if self.background == "transparent":
@@ -52,10 +60,20 @@ class Frame:
     rgba: np.ndarray
     trace: dict
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Every asset lookup of the model (renderer.assets.search): found ones with where and sha256,
+    # missing ones with where the search looked. JSON-ready, for sidecars.
+    assets: list[dict] = field(default_factory=list)
+
+    @property
+    def missing_assets(self) -> list[dict]:
+        return [a for a in self.assets if a.get("missing")]
 
 
 def model_hash(model: Model) -> str:
     """sha256 of the model file's bytes (or of its MDX serialisation when it has no file)."""
+    digest = getattr(model.location, "digest", "")
+    if digest:
+        return digest
     if model.path and Path(model.path).is_file():
         return hashlib.sha256(Path(model.path).read_bytes()).hexdigest()
     from renderer.formats.mdx import write_mdx
@@ -73,8 +91,13 @@ def resolve_sequence(model: Model, sequence: int | str | None) -> int | None:
 class Renderer:
     """Owns one GL context (created lazily, in the calling process) and per-model GPU resources."""
 
-    def __init__(self, backend: str = "auto"):
+    def __init__(self, backend: str = "auto", assets=(), game=(), stop_at=None):
+        """`assets`, `game`, `stop_at`: defaults for every frame (a FrameSpec's own asset roots come
+        first; its game data and stop root, when given, replace these)."""
         self.backend = backend
+        self.assets = tuple(assets)
+        self.game = tuple(game) if isinstance(game, (list, tuple)) else (game,) if game else ()
+        self.stop_at = stop_at
         self._ctx = None
         self._program = None
         self._palette = None
@@ -98,14 +121,23 @@ class Renderer:
     def _gpu(self, model: Model, spec: FrameSpec):
         from renderer.scene import ModelGPU
 
-        key = (id(model), spec.team, tuple(spec.assets), spec.missing_textures)
+        assets, game, stop_at = self.asset_settings(spec)
+        key = (id(model), spec.team, assets, spec.missing_textures, game, stop_at)
         gpu = self._models.get(key)
         if gpu is None or gpu.model is not model:
             if gpu is not None:
                 gpu.delete()
-            gpu = ModelGPU(model, spec.assets, spec.team, spec.missing_textures)
+            gpu = ModelGPU(model, assets, spec.team, spec.missing_textures, game=game, stop_at=stop_at)
             self._models[key] = gpu
         return gpu
+
+    def asset_settings(self, spec: FrameSpec) -> tuple[tuple, tuple, str | None]:
+        """(asset roots, game data, stop root) a frame searches: the spec's, then the renderer's."""
+        assets = tuple(dict.fromkeys(str(a) for a in (*spec.assets, *self.assets)))
+        game = spec.game if isinstance(spec.game, (list, tuple)) else (spec.game,) if spec.game else ()
+        game = tuple(str(g) for g in (game or self.game))
+        stop_at = spec.stop_at if spec.stop_at is not None else self.stop_at
+        return assets, game, None if stop_at is None else str(stop_at)
 
     def forget(self, model: Model) -> None:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
@@ -154,7 +186,7 @@ class Renderer:
         fb = Framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
-            draw_model(gpu, pose, camera, aspect, self._program, self._palette)
+            draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting)
             if fx is not None:
                 self._draw_effects(fx, gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
@@ -162,7 +194,8 @@ class Renderer:
         finally:
             fb.delete()
         trace = self.trace(model, spec, seq, camera, granted, digest)
-        return Frame(rgba, trace, list(gpu.diagnostics))
+        record = [dict(a) for a in gpu.search.record] if gpu.search is not None else []
+        return Frame(rgba, trace, list(gpu.diagnostics), record)
 
     def _draw_effects(self, fx, gpu, pose, camera, aspect, spec) -> None:
         from renderer.fx.draw import draw_effects
@@ -215,6 +248,8 @@ class Renderer:
             "missing_textures": spec.missing_textures,
             "instance_seed": int(spec.instance_seed),
             "fx_rule": FX_RULE,
+            "lighting": lighting_rule(spec.lighting).describe(),
+            "render_rule": RENDER_RULE,
             "gl": self.gl_info(),
         }
 

@@ -399,6 +399,11 @@ class Model:
     path: str = detail("")
     format: str = detail("mdx")  # which loader produced this model: mdx, mdl, halo
     info: dict = detail(factory=dict)  # format-specific facts for `farm inspect` (Halo regions, ...)
+    # Where the model's bytes came from (renderer.assets.ModelLocation; None: derived from `path`).
+    location: object = detail(None)
+    # What draws its textures when not a path lookup (e.g. Halo bitmap tags): an object with
+    # `image(model, index, search) -> RGBA array | None`; None: every texture is a path lookup.
+    texture_source: object = detail(None)
 
     def nodes(self) -> list[Node]:
         """Every node record, in the order objectIds are conventionally assigned."""

@@ -4,27 +4,31 @@ Draw order follows the game: geosets whose material starts with an opaque layer 
 Transparent) first, in file order; then the rest, stably sorted by the material's priority plane.
 Each geoset draws its material's layers in order with the blend/depth state of `renderer.blending`.
 Reforged HD materials (a 900/1000 material with shader "Shader_HD_DefaultUnit", or 1100+ layers
-with shaderTypeId 1) draw their diffuse texture only.
+with shaderTypeId 1) draw one pass per HD layer with their six texture slots (`renderer.hd`, the
+shading rules in `renderer.rules`); a slot without a found texture binds its `HD_NEUTRAL` constant.
+Geosets of HD materials carry tangents: TANG, or generated from UV set 0 (`renderer.tangents`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from renderer import blending
+from renderer import blending, hd
 from renderer.errors import Diagnostic
+from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
 from renderer.gl.state import apply_state
-from renderer.model import Material, Model
-
-HD_SHADER = "Shader_HD_DefaultUnit"
+from renderer.hd import is_hd
+from renderer.model import Model
+from renderer.rules import DEFAULT_LIGHTING, HD_NEUTRAL, HD_SLOTS, lighting_rule
+from renderer.tangents import generate_tangents
 
 
 class ModelGPU:
     """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
-    def __init__(self, model: Model, assets, team: int, missing: str):
+    def __init__(self, model: Model, assets, team: int, missing: str, game=None, stop_at=None):
         from renderer.anim import Animator
-        from renderer.gl.resources import GeosetBuffers, upload_texture
+        from renderer.gl.resources import GeosetBuffers, upload_loaded, upload_texture
         from renderer.texture_set import load_textures
 
         self.model = model
@@ -37,11 +41,15 @@ class ModelGPU:
                 self.geosets.append(None)
                 continue
             self.geosets.append(GeosetBuffers(g.vertices, g.normals, skin.bone_indices.astype(np.float32),
-                                              skin.bone_weights, g.uv_sets, tris))
-        texset = load_textures(model, list(assets), team, missing)
+                                              skin.bone_weights, g.uv_sets, tris, _tangents(model, g, tris)))
+        texset = load_textures(model, list(assets), team, missing, game=game, stop_at=stop_at)
         self.diagnostics.extend(texset.diagnostics)
-        self.textures = [upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing") for t in texset.textures]
+        self.search = texset.search  # every asset lookup of this model (AssetSearch.record)
+        self.textures = [upload_loaded(t) for t in texset.textures]
+        self.found = [t.source != "missing" for t in texset.textures]
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
+        self.neutral = {slot: upload_texture(np.array([[rgba]], np.uint8), True, True, mipmaps="none")
+                        for slot, rgba in HD_NEUTRAL.items()}
         self.order = draw_order(model)
         self.effects = None  # renderer.fx.draw.EffectResources: particle textures, PREM child models
 
@@ -54,14 +62,40 @@ class ModelGPU:
         if self.textures:
             GL.glDeleteTextures(len(self.textures), self.textures)
         GL.glDeleteTextures(1, [self.fallback])
+        GL.glDeleteTextures(len(self.neutral), list(self.neutral.values()))
+        self.neutral = {}
         self.geosets, self.textures = [], []
         if self.effects is not None:
             self.effects.delete()
             self.effects = None
 
 
-def is_hd(model: Model, mat: Material) -> bool:
-    return str(mat.shader) == HD_SHADER or (model.version >= 1100 and any(ly.shader_type_id == 1 for ly in mat.layers))
+def _tangents(model: Model, g, tris):
+    """TANG for geosets of HD materials (generated when absent); None for the others."""
+    if not (0 <= g.material_id < len(model.materials)) or not is_hd(model, model.materials[g.material_id]):
+        return None
+    if g.tangents is not None and len(g.tangents) == len(g.vertices):
+        return g.tangents
+    uv = g.uv_sets[0] if g.uv_sets else np.zeros((len(g.vertices), 2), np.float32)
+    return generate_tangents(g.vertices, g.normals, uv, tris)
+
+
+def _bind_hd_slots(gpu: ModelGPU, pose, loc, material_id: int, li: int, flat: int) -> int:
+    """Bind the HD slot textures of one layer (units 2..6) and their uniforms; returns the diffuse id."""
+    from OpenGL import GL
+
+    ids = hd.slot_textures(gpu.model, pose, material_id, li)
+    env_found = False
+    for slot, tid in zip(HD_SLOTS[1:], ids[1:], strict=True):
+        found = 0 <= tid < len(gpu.textures) and gpu.found[tid]
+        tex = gpu.textures[tid] if found else gpu.neutral[slot]
+        env_found = env_found or (slot == "environment" and found)
+        GL.glActiveTexture(GL.GL_TEXTURE0 + HD_SLOT_UNITS[slot])
+        GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
+    GL.glActiveTexture(GL.GL_TEXTURE0)
+    GL.glUniform1i(loc["u_env_found"], 1 if env_found else 0)
+    GL.glUniform1f(loc["u_emissive_gain"], float(pose.layer_emissive_gain[flat]))
+    return ids[0]
 
 
 def draw_order(model: Model) -> list[int]:
@@ -109,7 +143,7 @@ def upload_palettes(pose, palette) -> list[int]:
     return offsets
 
 
-def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> None:
+def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lighting: str = DEFAULT_LIGHTING) -> None:
     from OpenGL import GL
 
     model = gpu.model
@@ -117,14 +151,12 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
     GL.glUseProgram(program.program)
     GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(camera.view(), np.float32))
     GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, np.asarray(camera.projection(aspect), np.float32))
-    from renderer.gl.model_program import AMBIENT, LIGHT_COLOR, LIGHT_DIRECTION
-
-    light = np.asarray(LIGHT_DIRECTION, np.float64)
-    GL.glUniform3f(loc["u_light_direction"], *(light / np.linalg.norm(light)))
-    GL.glUniform3f(loc["u_light_color"], *LIGHT_COLOR)
-    GL.glUniform3f(loc["u_ambient"], *AMBIENT)
+    program.set_lighting(lighting_rule(lighting))
     GL.glUniform1i(loc["u_texture"], 0)
     GL.glUniform1i(loc["u_palette"], 1)
+    for slot, name in HD_SLOT_UNIFORMS.items():
+        GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
+    GL.glUniform3f(loc["u_eye"], *camera.eye)
 
     offsets = upload_palettes(pose, palette)
 
@@ -143,8 +175,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
         mat = model.materials[g.material_id]
         GL.glUniform1i(loc["u_palette_offset"], offsets[gi])
         GL.glBindVertexArray(buf.vao)
-        layers = range(1 if is_hd(model, mat) else len(mat.layers))
-        for li in layers:
+        for li in hd.drawn_layers(model, mat):
             layer = mat.layers[li]
             flat = pose.layer_index[(g.material_id, li)]
             layer_alpha = float(pose.layer_alpha[flat]) * alpha
@@ -155,7 +186,10 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
             two_sided = flags & blending.TWO_SIDED or mat.flags & 0x2  # layer or material TwoSided
             apply_state(st, depth_test=not flags & blending.NO_DEPTH_TEST,
                         depth_write=st.depth_write and not flags & blending.NO_DEPTH_SET, cull=not two_sided)
-            tid = _layer_texture(model, pose, flat)
+            hd_layer = hd.is_hd_layer(model, mat, li)
+            GL.glUniform1i(loc["u_hd"], 1 if hd_layer else 0)
+            tid = (_bind_hd_slots(gpu, pose, loc, g.material_id, li, flat) if hd_layer
+                   else _layer_texture(model, pose, flat))
             tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
             GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
             GL.glUniform4f(loc["u_color"], color[0], color[1], color[2], layer_alpha)
@@ -167,6 +201,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette) -> 
             GL.glUniformMatrix3fv(loc["u_uv_matrix"], 1, GL.GL_TRUE, np.asarray(uvm, np.float32))
             buf.use_uv_set(layer.coord_id)
             buf.draw()
+    GL.glUniform1i(loc["u_hd"], 0)
     GL.glBindVertexArray(0)
     GL.glDepthMask(GL.GL_TRUE)
     GL.glDisable(GL.GL_BLEND)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from renderer.formats import options
+from renderer import hd, rules
 from renderer.model import Model, Node
 
 NODE_TYPE_BITS = (
@@ -10,9 +10,9 @@ NODE_TYPE_BITS = (
     (0x1000, "ParticleEmitter"), (0x2000, "CollisionShape"), (0x4000, "RibbonEmitter"),
 )
 NODE_FLAG_NAMES = (
-    (options.NODE_FLAG_DONT_INHERIT_TRANSLATION, "DontInheritTranslation"),
-    (options.NODE_FLAG_DONT_INHERIT_ROTATION, "DontInheritRotation"),
-    (options.NODE_FLAG_DONT_INHERIT_SCALING, "DontInheritScaling"),
+    (rules.NODE_FLAG_DONT_INHERIT_TRANSLATION, "DontInheritTranslation"),
+    (rules.NODE_FLAG_DONT_INHERIT_ROTATION, "DontInheritRotation"),
+    (rules.NODE_FLAG_DONT_INHERIT_SCALING, "DontInheritScaling"),
     (0x8, "Billboarded"), (0x10, "BillboardedLockX"), (0x20, "BillboardedLockY"), (0x40, "BillboardedLockZ"),
     (0x80, "CameraAnchored"),
 )
@@ -69,13 +69,14 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
         "materials": [
             {"index": i, "priority_plane": mat.priority_plane, "flags": mat.flags, "shader": str(mat.shader),
              "layers": [
-                 {"filter_mode": _filter_name(options.LAYER_FILTER_MODES, ly.filter_mode),
+                 {"filter_mode": _filter_name(rules.LAYER_FILTER_MODES, ly.filter_mode),
                   "texture_id": ly.texture_id, "coord_id": ly.coord_id, "alpha": ly.alpha,
                   "flags": flag_names(ly.shading_flags, LAYER_FLAG_NAMES),
                   "texture_slots": [[s.texture_id, s.slot] for s in ly.textures],
                   "tracks": list(ly.tracks)}
                  for ly in mat.layers
-             ]}
+             ],
+             "hd_slots": hd.hd_slot_table(m, i)}
             for i, mat in enumerate(m.materials)
         ],
         "geosets": [
@@ -91,7 +92,7 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
         ],
         "particle_emitters2": [
             {"name": str(e.name), "object_id": e.object_id,
-             "filter_mode": _filter_name(options.PRE2_FILTER_MODES, e.filter_mode),
+             "filter_mode": _filter_name(rules.PRE2_FILTER_MODES, e.filter_mode),
              "head_or_tail": HEAD_OR_TAIL[e.head_or_tail] if 0 <= e.head_or_tail < 3 else f"Invalid({e.head_or_tail})",
              "rows": e.rows, "columns": e.columns, "texture_id": e.texture_id,
              "replaceable_id": e.replaceable_id, "squirt": bool(e.squirt), "tracks": list(e.tracks)}
@@ -113,6 +114,16 @@ def summarize(model: Model, chunks: list[tuple[str, int, int]] | None = None) ->
         "diagnostics": [d.as_dict() for d in m.diagnostics],
     }
     return out
+
+
+def _texture_label(s: dict, tid) -> str:
+    """'none', or the texture's index and its path (or replaceable id)."""
+    if tid is None:
+        return "none"
+    if not 0 <= tid < len(s["textures"]):
+        return f"{tid} (out of range)"
+    t = s["textures"][tid]
+    return f"{tid} {t['path']!r}" if t["path"] else f"{tid} replaceable {t['replaceable_id']}"
 
 
 def format_text(s: dict) -> str:
@@ -139,6 +150,9 @@ def format_text(s: dict) -> str:
             slots = f" slots {ly['texture_slots']}" if ly["texture_slots"] else ""
             lines.append(f"      layer {j}: {ly['filter_mode']} texture {ly['texture_id']} uv {ly['coord_id']} "
                          f"alpha {ly['alpha']:g}{slots} {extra}".rstrip())
+        for row in mat.get("hd_slots", []):
+            named = ", ".join(f"{k} {_texture_label(s, row[k])}" for k in rules.HD_SLOTS)
+            lines.append(f"      HD layer {row['layer']}: {named}")
     lines.append(f"geosets ({len(s['geosets'])}):")
     for g in s["geosets"]:
         skin = " SKIN" if g["skin"] else f" {g['matrix_groups']} matrix groups"

@@ -1,16 +1,19 @@
-"""The RGBA image behind every texture of a model, ready to upload: files found under the asset
-roots, team colour and glow for replaceable ids 1 and 2, other replaceable ids through the asset
-roots, and a placeholder (plus a diagnostic) for anything missing. Never fails a frame.
+"""The RGBA image behind every texture of a model, ready to upload: files found by the model's
+asset search (`renderer.assets.search`), team colour and glow for replaceable ids 1 and 2 (from
+game data when it is given, else the built-in tables), other replaceable ids through the search,
+images a loader provides itself (`Model.texture_source`, e.g. Halo bitmap tags), and a placeholder
+(plus one diagnostic per missing asset) for anything missing. Never fails a frame.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from renderer.assets.cache import DECODED
+from renderer.assets.search import AssetSearch, ModelLocation
 from renderer.errors import Diagnostic, FormatError
 from renderer.model import Model
 
@@ -24,6 +27,11 @@ REPLACEABLE_PATHS = {
     35: "ReplaceableTextures\\Mushroom\\MushroomTree.blp",
     36: "ReplaceableTextures\\RuinsTree\\RuinsTree.blp",
     37: "ReplaceableTextures\\OutlandMushroomTree\\MushroomTree.blp",
+}
+# Team colour / glow textures in game data (two-digit team index).
+TEAM_TEXTURES = {
+    1: ("team-color", "ReplaceableTextures\\TeamColor\\TeamColor{:02d}.blp"),
+    2: ("team-glow", "ReplaceableTextures\\TeamGlow\\TeamGlow{:02d}.blp"),
 }
 MISSING_MODES = ("checker", "white")
 
@@ -46,53 +54,82 @@ class LoadedTexture:
     rgba: np.ndarray
     wrap_s: bool
     wrap_t: bool
-    source: str  # file path, "team-color:N", "team-glow:N", "missing", ...
+    source: str  # where it was found (path or "archive:entry"), "team-color:N", "team-glow:N", "missing", ...
+    mipmaps: str = "generate"  # renderer.formats.textures.mips: generate | stored | none
+    levels: tuple = ()  # the stored levels 1.. when mipmaps == "stored"
 
 
 @dataclass
 class TextureSet:
     textures: list[LoadedTexture]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    search: AssetSearch | None = None  # its `record` lists every lookup, found or not
 
 
-@lru_cache(maxsize=256)
-def _decode_file(path: str, mtime_ns: int, size: int) -> np.ndarray:
+def decode_asset(asset) -> np.ndarray:
+    """The decoded image of a found asset, through the per-process digest-keyed cache."""
     from renderer.formats.textures import decode_texture
 
-    data = Path(path).read_bytes()
-    img = decode_texture(data, path)
-    img.setflags(write=False)
-    return img
+    return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture)
 
 
-def decode_file(path: Path) -> np.ndarray:
-    st = path.stat()
-    return _decode_file(str(path), st.st_mtime_ns, st.st_size)
+def decode_asset_chain(asset):
+    """The `MipChain` of a found asset (level 0 and the stored levels to upload), cached like images."""
+    from renderer.formats.textures import decode_texture_chain
+
+    return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture_chain, decoder="texture-chain")
 
 
-def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int = 0,
-                  missing: str = "checker") -> TextureSet:
-    from renderer.formats.textures import TextureResolver, team_color_texture, team_glow_texture
+def _missing_sentence(entry: dict, mode: str) -> str:
+    looked = entry.get("looked") or []
+    where = f"; looked in {len(looked)} place(s): {', '.join(looked)}" if looked else ""
+    return f"{entry['kind']} {entry['asked']!r} {entry['why']}{where}; drawing a {mode} placeholder"
 
+
+def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: TextureSet) -> tuple[np.ndarray, str]:
+    from renderer.formats.textures import team_color_texture, team_glow_texture
+
+    label, pattern = TEAM_TEXTURES[rid]
+    if search.has_game:
+        asset = search.find(pattern.format(team), kind=label)
+        if asset is not None:
+            try:
+                return decode_asset(asset), asset.where
+            except FormatError as e:
+                out.diagnostics.append(Diagnostic(where, None, f"cannot decode {asset.where}: {e.sentence()}; "
+                                                  "using the built-in team colour"))
+    builtin = team_color_texture(team) if rid == 1 else team_glow_texture(team)
+    return builtin, f"{label}:{team}"
+
+
+def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int = 0, missing: str = "checker",
+                  game=None, stop_at=None, search: AssetSearch | None = None) -> TextureSet:
+    """The textures of `model`, looked up by `search` (default: the model's own search over
+    `asset_roots`, `game` and `stop_at`, see `AssetSearch.for_model`)."""
     if missing not in MISSING_MODES:
         raise ValueError(f"missing-texture mode must be one of {MISSING_MODES}, got {missing!r}")
-    model_dir = Path(model.path).parent if model.path else Path(".")
-    resolver = TextureResolver([Path(r) for r in asset_roots], model_dir)
-    out = TextureSet([])
-    halo = model.format == "halo"
+    if search is None:
+        search = AssetSearch.for_model(ModelLocation.of(model), asset_roots, game, stop_at)
+    out = TextureSet([], [Diagnostic("assets", None, e) for e in search.errors], search)
+    reported: set[tuple[str, str]] = set()
+    source = getattr(model, "texture_source", None)
+
+    def miss(path: str, where: str, wrap_s: bool, wrap_t: bool) -> None:
+        if ("texture", path) not in reported:  # one diagnostic per missing path per model
+            reported.add(("texture", path))
+            entry = next(e for e in search.missing() if e["kind"] == "texture" and e["asked"] == path)
+            out.diagnostics.append(Diagnostic(where, None, _missing_sentence(entry, missing)))
+        out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
+
     for i, tex in enumerate(model.textures):
         wrap_s, wrap_t = bool(tex.flags & 1), bool(tex.flags & 2)
         where = f"texture {i}"
-        if tex.replaceable_id == 1:
-            out.textures.append(LoadedTexture(team_color_texture(team), wrap_s, wrap_t, f"team-color:{team}"))
+        if tex.replaceable_id in TEAM_TEXTURES:
+            rgba, label = _team_texture(tex.replaceable_id, team, search, where, out)
+            out.textures.append(LoadedTexture(rgba, wrap_s, wrap_t, label))
             continue
-        if tex.replaceable_id == 2:
-            out.textures.append(LoadedTexture(team_glow_texture(team), wrap_s, wrap_t, f"team-glow:{team}"))
-            continue
-        if halo:
-            from renderer.formats.halo import resolve_halo_bitmap
-
-            rgba = resolve_halo_bitmap(model, i)  # adds its own diagnostics to the model
+        if source is not None:
+            rgba = source.image(model, i, search)
             if rgba is not None:
                 out.textures.append(LoadedTexture(rgba, True, True, str(tex.path)))
                 continue
@@ -102,19 +139,22 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
             out.diagnostics.append(Diagnostic(where, None, f"{what} names no texture; drawing a {missing} placeholder"))
             out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
             continue
-        found, notes = resolver.resolve(path)
-        out.diagnostics.extend(notes)
-        if found is None:
-            out.diagnostics.append(Diagnostic(where, None, f"texture {path!r} was not found under the model's folder "
-                                              f"or the asset roots; drawing a {missing} placeholder"))
-            out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
+        asset = search.find(path)
+        if asset is None:
+            miss(path, where, wrap_s, wrap_t)
             continue
+        for note in asset.notes:
+            if (asset.where, note) not in reported:
+                reported.add((asset.where, note))
+                out.diagnostics.append(Diagnostic("texture path", None, note))
         try:
-            rgba = decode_file(found)
-        except (FormatError, OSError) as e:
-            msg = e.sentence() if isinstance(e, FormatError) else str(e)
-            out.diagnostics.append(Diagnostic(where, None, f"cannot decode {path!r}: {msg}; drawing a placeholder"))
+            chain = decode_asset_chain(asset)
+        except FormatError as e:
+            if ("decode", asset.where) not in reported:
+                reported.add(("decode", asset.where))
+                out.diagnostics.append(Diagnostic(where, None, f"cannot decode {path!r} ({asset.where}): "
+                                                  f"{e.sentence()}; drawing a {missing} placeholder"))
             out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
             continue
-        out.textures.append(LoadedTexture(rgba, wrap_s, wrap_t, str(found)))
+        out.textures.append(LoadedTexture(chain.top, wrap_s, wrap_t, asset.where, chain.mode, chain.levels[1:]))
     return out

@@ -15,9 +15,11 @@ set -euo pipefail
 ESSENTIAL=(libegl1 libegl-mesa0 libgl1-mesa-dri libopengl0)
 # libgles2: GLES entry points; libosmesa6: OSMesa fallback backend (gone in Mesa >= 25.1);
 # libglfw3 + libgl1: GLFW backend; redis: broker for tests and local runs; chromium +
-# chromium-driver: HTML report tests; fonts-dejavu-core: text in reports and thumbnails.
+# chromium-driver: HTML report tests; fonts-dejavu-core: text in reports and thumbnails;
+# libstorm9: StormLib, reading MPQ archives (maps, game data; renderer/assets/mpq.py); smpq:
+# building MPQ archives in the asset tests.
 OPTIONAL=(libgles2 libosmesa6 libglfw3 libgl1 redis-server redis-tools chromium chromium-driver
-  fonts-dejavu-core)
+  fonts-dejavu-core libstorm9 smpq)
 
 check_only=0
 case "${1:-}" in

@@ -80,14 +80,23 @@ def test_geoset_alpha_and_colour_are_rgb_and_thresholded():
     a = Animator(m)
     p = a.pose(0, 250)
     np.testing.assert_allclose(p.geoset_alpha, [0.7, 0.75, 1.0])
-    # stored B, G, R: returned R, G, B
-    np.testing.assert_allclose(p.geoset_color, [[0.3, 0.2, 0.1], [0.75, 0.0, 0.25], [1, 1, 1]])
+    # static colour stored R, G, B; KGAC values stored B, G, R: both returned R, G, B
+    np.testing.assert_allclose(p.geoset_color, [[0.1, 0.2, 0.3], [0.75, 0.0, 0.25], [1, 1, 1]])
     assert p.geoset_visible.tolist() == [True, True, True]
     hidden = a.pose(0, 995)  # alpha 0.005
     assert hidden.geoset_alpha[1] <= GEOSET_HIDDEN_ALPHA and not hidden.geoset_visible[1]
     m.geoset_animations.append(GeosetAnimation(geoset_id=2, alpha=GEOSET_HIDDEN_ALPHA))
     edge = Animator(m).pose(0, 0)  # alpha exactly at the threshold: hidden, the threshold is inclusive
     assert edge.geoset_alpha[2] == GEOSET_HIDDEN_ALPHA and not edge.geoset_visible[2]
+
+
+def test_kgac_is_bgr_and_the_static_colour_it_overrides_is_rgb():
+    m = base_model()
+    m.geoset_animations = [GeosetAnimation(geoset_id=0, color=(0.1, 0.2, 0.3), flags=2, tracks={
+        "KGAC": track("KGAC", [2000, 3000], [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])})]
+    a = Animator(m)
+    np.testing.assert_allclose(a.pose(None, 0).geoset_color[0], [0.1, 0.2, 0.3])  # no sequence: the static
+    np.testing.assert_allclose(a.pose(1, 0).geoset_color[0], [1.0, 0.0, 0.0])  # key [0, 0, 1] is B, G, R
 
 
 def test_last_geoset_animation_for_a_geoset_wins():

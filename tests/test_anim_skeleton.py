@@ -11,12 +11,12 @@ from renderer.anim import Animator, look_at
 from renderer.anim.skeleton import Skeleton
 from renderer.anim.skinning import skin_vertices
 from renderer.formats.mdx import read_mdx, write_mdx
-from renderer.formats.options import (
+from renderer.model import Bone, Geoset, Helper, Model, Sequence
+from renderer.rules import (
     NODE_FLAG_DONT_INHERIT_ROTATION,
     NODE_FLAG_DONT_INHERIT_SCALING,
     NODE_FLAG_DONT_INHERIT_TRANSLATION,
 )
-from renderer.model import Bone, Geoset, Helper, Model, Sequence
 from renderer.samples.build import track
 
 BONE = 0x100

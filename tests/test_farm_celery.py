@@ -206,7 +206,13 @@ def test_config_from_env():
     assert c["result_backend"] == "redis://h:1/2" and c["task_default_queue"] == "farm"
     assert c["task_acks_late"] and c["task_reject_on_worker_lost"] and c["worker_prefetch_multiplier"] == 1
     assert (c["task_soft_time_limit"], c["task_time_limit"]) == (50, 100)
-    assert c["broker_transport_options"]["visibility_timeout"] == 3600 > c["task_time_limit"]
+    # Defaults that agree (farm.celery.app): visibility = hard + 60, swept for lost batches every 10 s.
+    assert c["broker_transport_options"]["visibility_timeout"] == 160 > c["task_time_limit"]
+    assert c["broker_transport_options"]["unacked_restore_interval"] == 10
+    d = config_from_env({})
+    assert (d["task_soft_time_limit"], d["task_time_limit"], d["broker_transport_options"]["visibility_timeout"]) == \
+        (600, 660, 720)
+    assert d["result_backend_always_retry"] and d["broker_connection_max_retries"] is None
     assert (c["worker_max_tasks_per_child"], c["worker_max_memory_per_child"]) == (7, 1000)
     with pytest.raises(ValueError, match="VISIBILITY_TIMEOUT"):
         config_from_env({"FARM_TIME_LIMIT": "100", "FARM_SOFT_TIME_LIMIT": "50", "FARM_VISIBILITY_TIMEOUT": "90"})

@@ -216,6 +216,21 @@ def test_a_ribbon_draws_its_strip_with_its_materials_first_layer(tmp_path):
     assert not lit[28:36, 28:36].any()
 
 
+def test_a_150_per_second_ribbon_keeps_its_rate_in_a_frame(tmp_path):
+    r = ribbon(2, 1, emission_rate=150, lifespan=0.45, height_above=6.0, height_below=6.0, color=(1.0, 1.0, 0.0))
+    r.tracks["KRAL"] = track("KRAL", [0], [1.0], interpolation=0)
+    r.node_tracks["KGRT"] = track("KGRT", [0], [[0, 0, -0.7071068, 0.7071068]])
+    mat = Material(layers=[Layer(filter_mode=3, texture_id=0, shading_flags=0x11)])
+    m = load(fx_model(tmp_path, "fast", ribbons=[r], helpers=[orbit(1)], pivots={2: (20, 0, 0)},
+                      materials=[mat], textures={"tex.tga": white(rgba=(128, 255, 255, 255))},
+                      sequences=[Sequence(name="Stand", interval=(0, 1000))]))
+    frame = render(m, 900, camera="0,0,100:0,0,0:0,1,0:40", background="#000000")
+    assert 66 <= renderer().effects.last_stats["ribbon_edges"] <= 69  # 150 x 0.45; a 2-per-step cap: 46
+    lit = frame.rgba[..., :3].max(axis=2) > 0
+    assert lit.sum() > 100
+    np.testing.assert_allclose(np.median(frame.rgba[lit][:, :3], axis=0), [128, 255, 0], atol=2)
+
+
 # --------------------------------------------------------------------------------------------- PREM
 
 

@@ -13,6 +13,7 @@ from renderer.anim import Animator
 from renderer.fx import STEP_MS, Effects
 from renderer.fx.pre2 import atlas_cells, fires
 from renderer.fx.rng import emitter_seed
+from renderer.fx.trail import ACCUMULATOR_CLAMP, BURST_WINDOW_MS
 from renderer.model import Sequence
 from renderer.samples.build import effects
 
@@ -309,7 +310,7 @@ def ribbon_reference(rate: int, lifespan_ms: float, t_ms: int, visible=lambda t:
         births = [b for b in births if t - b < lifespan_ms]
         if not visible(t):
             continue
-        acc = min(acc + rate * STEP_MS, 2000.0)
+        acc = min(acc + rate * STEP_MS, ACCUMULATOR_CLAMP * 1000.0 + rate * min(STEP_MS, BURST_WINDOW_MS))
         while acc >= 1000.0:
             births.append(t)
             acc -= 1000.0
@@ -373,6 +374,15 @@ def test_each_trail_advances_exactly_once_per_step_and_not_on_a_redraw(tmp_path)
     assert [r.trail.advances for r in again.ribbons] == [50, 50]
     assert same_state(sim, again)
     assert [len(r.trail) for r in sim.ribbons] == [25, 20]
+
+
+def test_a_150_per_second_ribbon_is_not_capped_at_100(tmp_path):
+    r = ribbon(2, 1, emission_rate=150, lifespan=0.45)
+    m = load(fx_model(tmp_path, "fast", ribbons=[r], helpers=[orbit(1)], pivots={2: (30, 0, 0)}))
+    for t in (1000, 1500):
+        n = len(simulate(m, t).ribbons[0].trail)
+        assert n == len(ribbon_reference(150, np.float32(0.45) * 1000.0, t))
+        assert 66 <= n <= 69  # 150 x 0.45 = 67.5 (a clamp of 2 per step would leave 46)
 
 
 def test_ribbons_need_alpha_and_visibility_to_emit(tmp_path):

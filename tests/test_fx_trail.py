@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from renderer.fx.trail import ACCUMULATOR_CLAMP, STALE_MS, Trail
+from renderer.fx import STEP_MS
+from renderer.fx.trail import ACCUMULATOR_CLAMP, BURST_WINDOW_MS, STALE_MS, Trail
 
 
 def edge(x, y=0.0, z=0.0, half=5.0):
@@ -82,9 +83,9 @@ def test_a_gap_past_250_ms_with_a_live_stamp_clears_the_trail():
     tr = Trail(lifespan_s=5.0, rate=50)
     run(tr, range(0, 201, 20))
     assert len(tr) == 10
-    # Exactly 250 ms later is not stale: the accumulator clamp applies instead.
-    assert tr.advance(200 + STALE_MS, *edge(50.0)) == 2
-    assert len(tr) == 12 and tr.clears == 0
+    # Exactly 250 ms later is not stale: the accumulator clamp applies instead (2 + one 20 ms step).
+    assert tr.advance(200 + STALE_MS, *edge(50.0)) == 3
+    assert len(tr) == 13 and tr.clears == 0
     # More than 250 ms: the old edges are stale and go; the trail restarts at the new stamp.
     assert tr.advance(450 + STALE_MS + 1, *edge(80.0)) == 0
     assert len(tr) == 0 and tr.clears == 1 and tr.stamp == 701
@@ -98,12 +99,28 @@ def test_going_back_in_time_clears_too():
     assert len(tr) == 0 and tr.stamp == 100
 
 
-def test_accumulator_is_clamped_at_two_before_emitting():
+def test_accumulator_is_clamped_at_two_past_one_burst_window_before_emitting():
     tr = Trail(lifespan_s=5.0, rate=1000)
     tr.advance(0, *edge(0))
-    assert tr.advance(200, *edge(1.0)) == ACCUMULATOR_CLAMP == 2  # a hitch: 200 edges owed, 2 emitted
+    # a hitch: 200 edges owed; emitted: ACCUMULATOR_CLAMP + what one 20 ms advance owes (20)
+    assert tr.advance(200, *edge(1.0)) == ACCUMULATOR_CLAMP + 1000 * BURST_WINDOW_MS / 1000 == 22
     assert tr.accumulator == 0.0
     assert tr.advance(201, *edge(2.0)) == 1
+    slow = Trail(lifespan_s=5.0, rate=10)
+    slow.advance(0, *edge(0))
+    assert slow.advance(240, *edge(1.0)) == 2  # 2.4 owed, 2.2 allowed: no burst of coincident edges
+
+
+def test_the_burst_window_covers_the_simulation_step():
+    assert BURST_WINDOW_MS >= STEP_MS
+
+
+@pytest.mark.parametrize("step", [STEP_MS, 10, 1])
+def test_a_steady_ribbon_keeps_its_authored_rate(step):
+    tr = Trail(lifespan_s=0.45, rate=150)  # old clamp: at most 2 edges per 20 ms = 100 per second
+    emitted = run(tr, range(0, 2001, step))
+    assert sum(emitted) == 300  # 150 per second over 2 s
+    assert 67 <= len(tr) <= 69  # rate x lifespan = 67.5 live edges at steady state
 
 
 def test_hidden_emitters_neither_accumulate_nor_emit_but_edges_still_age():

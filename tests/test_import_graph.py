@@ -145,3 +145,28 @@ def test_imports_inside_functions_say_why():
             if "#" not in here and not above.strip().startswith("#"):
                 missing.append(f"{modules[mod].relative_to(ROOT)}:{line}: {here.strip()}")
     assert not missing, "imports inside functions without a reason:\n" + "\n".join(sorted(set(missing)))
+
+
+def test_a_frame_in_five_lines(tmp_path):
+    """renderer/__init__'s example, as a user would run it, in a fresh process (no GL at import)."""
+    import subprocess
+    import sys
+
+    from renderer.samples import write_samples
+
+    write_samples(tmp_path)
+    code = (
+        "import sys\n"
+        "import renderer\n"
+        "assert not any(m.startswith('OpenGL') for m in sys.modules), 'importing renderer loaded GL'\n"
+        "from renderer import FrameSpec, Renderer, load_model, read_png, write_png\n"
+        "model = load_model('crate.mdx')\n"
+        "with Renderer() as r:\n"
+        "    frame = r.render(model, FrameSpec(sequence='Stand', time_ms=500, width=64, height=48))\n"
+        "write_png('crate.png', frame.rgba, frame.trace)\n"
+        "rgba, trace = read_png('crate.png')\n"
+        "assert rgba.shape == (48, 64, 4) and rgba[..., 3].any() and trace['time_ms'] == 500\n"
+        "print('ok', trace['sequence'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok Stand", out.stderr

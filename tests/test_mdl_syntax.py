@@ -10,8 +10,9 @@ import pytest
 from mdx_build import everything
 from test_mdl import bit_diff
 
+from renderer import rules
 from renderer.errors import FormatError
-from renderer.formats import load_model, options, save_model
+from renderer.formats import load_model, save_model
 from renderer.formats.mdl import load_mdl, read_mdl, save_mdl, write_mdl
 from renderer.formats.mdl.text import fmt_float, fmt_floats
 from renderer.formats.mdl.tokens import tokenize
@@ -128,7 +129,7 @@ def test_track_order_and_static_values_next_to_tracks_survive():
 
 # -- flags --------------------------------------------------------------------------------------
 def test_node_flags_use_words_and_fall_back_to_flags_n():
-    plain = Bone(name="a", object_id=0, flags=0x100 | options.NODE_FLAG_DONT_INHERIT_ROTATION | 0x8)
+    plain = Bone(name="a", object_id=0, flags=0x100 | rules.NODE_FLAG_DONT_INHERIT_ROTATION | 0x8)
     odd = Helper(name="b", object_id=1, flags=0x100)  # a helper with the bone bit (Jack3.mdx has these)
     m = Model(bones=[plain], helpers=[odd], pivots=np.zeros((2, 3), "<f4"))
     text = write_mdl(m)
@@ -136,7 +137,7 @@ def test_node_flags_use_words_and_fall_back_to_flags_n():
     assert text.count("Flags ") == 1 and "Flags 256," in text
     round_trip(m)
     m2 = read_mdl('Bone "x" { ObjectId 0, DontInherit { Translation, Scaling }, CameraAnchored, }')
-    assert m2.bones[0].flags == 0x100 | 0x1 | options.NODE_FLAG_DONT_INHERIT_SCALING | 0x80
+    assert m2.bones[0].flags == 0x100 | 0x1 | rules.NODE_FLAG_DONT_INHERIT_SCALING | 0x80
 
 
 def test_geoset_animation_colour_flag_and_odd_flags():

@@ -13,9 +13,12 @@ variable                       meaning                                          
 FARM_BROKER_URL                broker (Redis URL)                                         redis://127.0.0.1:6379/0
 FARM_RESULT_BACKEND            result backend (progress states and batch results)         the broker URL
 FARM_QUEUE                     queue the batches go to and workers consume                ``farm``
-FARM_SOFT_TIME_LIMIT           seconds a batch may take; then its remaining frames fail   1800
-FARM_TIME_LIMIT                hard limit: the pool process is killed                     soft + 300
-FARM_VISIBILITY_TIMEOUT        Redis redelivers an unacked batch after this (> hard)      max(3600, 2 x hard)
+FARM_SOFT_TIME_LIMIT           seconds a batch may take; then its remaining frames fail   600
+FARM_TIME_LIMIT                hard limit: the pool process is killed                     soft + 60
+FARM_VISIBILITY_TIMEOUT        Redis redelivers an unacked batch after this (> hard)      hard + 60
+FARM_RESTORE_INTERVAL          seconds between sweeps that requeue unacked batches        10
+FARM_FRAME_TIME_LIMIT          seconds one frame may take (farm.run.budget)               120
+FARM_MEMORY_LIMIT_MB           private memory per pool process (farm.run.budget)          4096
 FARM_MAX_TASKS_PER_CHILD       recycle a pool process after this many batches             100
 FARM_MAX_MEMORY_PER_CHILD      ... or when its resident memory exceeds this (KiB)         2097152 (2 GiB)
 FARM_TASK_MAX_RETRIES          retries of a batch after a transient failure               3
@@ -35,6 +38,24 @@ GL lifecycle (farm.run.worker): nothing GL is imported here or in the worker's m
 ``worker_process_init`` (each pool process, after the fork) sets LP_NUM_THREADS to
 cores // concurrency and creates that process's one renderer and GL context;
 ``worker_process_shutdown`` releases it.
+
+Timeouts, and what they trade. A worker that dies whole (SIGKILL, a lost machine) leaves its
+batch unacknowledged in Redis; Redis hands it to another worker once the visibility timeout has
+passed (checked every FARM_RESTORE_INTERVAL seconds). The visibility timeout must be longer than
+the longest a batch may run (the hard time limit), or a running batch is handed to a second worker
+too. So the defaults are short and agree: 600 s soft limit per batch (then its remaining frames
+fail with that reason), hard limit 660 s, visibility 720 s: a dead worker's batch runs again within
+about 12 minutes. A farm whose batches legitimately take longer (huge models, thousands of frames
+per sequence) raises all three together; one that wants faster recovery lowers them (the fault
+tests run with 10/15/20 s). A pool process that dies (the OOM killer, a driver crash) is noticed by
+its worker at once (reject-on-worker-lost) and its batch goes back to the queue without waiting.
+
+Redis restarts: workers reconnect on their own (broker_connection_retry, a result backend that
+retries); a batch that finished while Redis was away still has its result in the store, which the
+client reads when the result backend lost it; the client (`farm run --broker`) waits and reconnects
+for up to FARM_BROKER_RETRY_S seconds (default 300) before it gives up with one sentence. Redis
+itself must keep its data across a restart (AOF: see docker/compose.yaml), or queued batches are
+lost and `farm retry JOB --pending` sends them again.
 
 Delivery: late acks and reject-on-worker-lost (a batch whose process dies goes back to the queue
 and runs again; the store makes the second run write the same files), prefetch 1 (a busy process
@@ -76,11 +97,12 @@ def config_from_env(environ=None) -> dict:
     """Celery settings from FARM_* variables (see the module docstring)."""
     env = os.environ if environ is None else environ
     broker = env.get("FARM_BROKER_URL") or "redis://127.0.0.1:6379/0"
-    soft = _int_env("FARM_SOFT_TIME_LIMIT", 1800, env)
-    hard = _int_env("FARM_TIME_LIMIT", soft + 300, env)
+    soft = _int_env("FARM_SOFT_TIME_LIMIT", 600, env)
+    hard = _int_env("FARM_TIME_LIMIT", soft + 60, env)
     if hard <= soft:
         raise ValueError(f"FARM_TIME_LIMIT ({hard} s) must be longer than FARM_SOFT_TIME_LIMIT ({soft} s)")
-    visibility = _int_env("FARM_VISIBILITY_TIMEOUT", max(3600, 2 * hard), env)
+    visibility = _int_env("FARM_VISIBILITY_TIMEOUT", hard + 60, env)
+    restore = _int_env("FARM_RESTORE_INTERVAL", 10, env) or 10
     if visibility <= hard:
         raise ValueError(f"FARM_VISIBILITY_TIMEOUT ({visibility} s) must be longer than the hard time limit"
                          f" FARM_TIME_LIMIT ({hard} s), or Redis hands running batches to a second worker")
@@ -89,8 +111,14 @@ def config_from_env(environ=None) -> dict:
         "broker_url": broker,
         "result_backend": env.get("FARM_RESULT_BACKEND") or broker,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": visibility},
+        "broker_connection_retry": True,
+        "broker_connection_max_retries": None,  # a worker waits for Redis as long as it takes
+        "broker_transport_options": {"visibility_timeout": visibility, "unacked_restore_interval": restore,
+                                     "unacked_restore_throttle": 1},
         "result_backend_transport_options": {"visibility_timeout": visibility},
+        "result_backend_always_retry": True,  # a result stored while Redis restarts is retried, not lost
+        "result_backend_max_retries": 30,
+        "worker_cancel_long_running_tasks_on_connection_loss": False,  # let them finish; their ack survives (AOF)
         "task_default_queue": queue,
         "task_serializer": "json",
         "result_serializer": "json",

@@ -49,7 +49,11 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
             return
         last[0] = now
         meta = {"done": done, "total": total, "failed": failed, "batch": b.id, "pid": os.getpid(), "hostname": host}
-        self.update_state(state="PROGRESS", meta=meta)  # for `farm run` (result backend)
+        try:
+            self.update_state(state="PROGRESS", meta=meta)  # for `farm run` (result backend)
+        except Exception as e:  # noqa: BLE001 - Redis away for a moment: progress must never fail a batch
+            log.debug("progress not stored: %s", e)
+            return
         if events and (done == total or now - last[1] >= 0.5):  # for Flower: a custom "task-progress" event
             last[1] = now
             try:

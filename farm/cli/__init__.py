@@ -13,7 +13,9 @@ import sys
 from farm.cli import goldens, jobs, models, thumbnails
 from farm.cli.common import UsageError
 from farm.goldens import GoldenError
+from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
+from farm.run.dispatch import RunnerUnavailable
 from farm.run.jobs import JobError
 from farm.settings import SettingError
 from renderer.errors import FormatError
@@ -38,12 +40,19 @@ def main(argv: list[str] | None = None) -> int:
     except FormatError as e:
         print(f"error: {e.sentence()}", file=sys.stderr)
         return 2
-    except (ManifestError, JobError, UsageError, GoldenError, SettingError) as e:
+    except (ManifestError, JobError, UsageError, GoldenError, SettingError, RunnerUnavailable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `farm inspect x | head`: the reader left; stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except TooManyFrames as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # an output that cannot be written: a folder given as a file, no permission, a full disk
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"error: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -6,10 +6,21 @@ import json
 import sys
 from pathlib import Path
 
-from farm.cli.common import msaa_arg, size_arg, team_arg
-from farm.settings import RenderSettings, check_assets
+from farm.cli.common import UsageError, msaa_arg, size_arg, team_arg
+from farm.plan.batches import max_frames
+from farm.settings import (
+    RenderSettings,
+    check_assets,
+    check_background,
+    check_camera,
+    check_game,
+    check_time,
+    containing_root,
+    default_game,
+)
 from renderer.anim import UnknownSequence
 from renderer.camera import CameraError
+from renderer.errors import FormatError
 from renderer.formats import load_model, save_model
 from renderer.formats.halo import format_halo_info
 from renderer.formats.mdx import chunk_table
@@ -22,7 +33,14 @@ __all__ = ["add_parsers"]
 
 
 def _load(path: str, strict: bool = False, **opts):
-    return load_model(path, strict=strict, **opts)
+    """The model, or one sentence: the loader's (FormatError) or a bad loader option (Halo's --lod,
+    --permutation, --regions), which the loaders report as ValueError."""
+    try:
+        return load_model(path, strict=strict, **opts)
+    except FormatError:
+        raise
+    except ValueError as e:
+        raise UsageError(f"{path}: {e}") from None
 
 
 def cmd_inspect(args) -> int:
@@ -77,17 +95,26 @@ def cmd_convert(args) -> int:
 
 
 def _times(args, model, seq) -> list[int]:
-    if args.times:
-        try:
-            return [int(t) for t in args.times.split(",") if t.strip()]
-        except ValueError:
-            raise SystemExit(f"farm render: --times must be integers in ms, comma-separated: {args.times!r}") from None
-    if args.every:
+    """The ms to render: --times, --every over the sequence, or --time; each checked by
+    farm.settings.check_time, the count bounded by the job cap (FARM_MAX_FRAMES)."""
+    if args.times is not None:
+        parts = [t.strip() for t in args.times.split(",")]
+        if not any(parts) or not all(p.isdigit() for p in parts if p) or "" in parts[:-1]:
+            raise UsageError(f"--times must be whole ms separated by commas, e.g. 0,250,500; not {args.times!r}")
+        return sorted({check_time(int(p), "--times") for p in parts if p})
+    if args.every is not None:
+        if args.every < 1:
+            raise UsageError(f"--every must be a whole number of ms >= 1, not {args.every}")
         if seq is None:
-            raise SystemExit("farm render: --every needs a sequence, and the model has none")
+            raise UsageError(f"{args.model}: --every needs a sequence, and the model has none")
         start, end = model.sequences[seq].interval
-        return list(range(0, max(end - start, 0) + 1, args.every))
-    return [args.time]
+        length = max(end - start, 0)
+        count = length // args.every + 1
+        if count > max_frames():
+            raise UsageError(f"--every {args.every} over a sequence of {length} ms is {count:,} frames, more than"
+                             f" the cap of {max_frames():,} (FARM_MAX_FRAMES)")
+        return list(range(0, length + 1, args.every))
+    return [check_time(args.time, "--time")]
 
 
 def cmd_render(args) -> int:
@@ -96,20 +123,23 @@ def cmd_render(args) -> int:
     try:
         seq = resolve_sequence(model, sequence)
     except UnknownSequence as e:
-        raise SystemExit(f"farm render: {args.model}: {e}") from None
+        raise UsageError(f"{args.model}: {e}") from None
     times = _times(args, model, seq)
     out = Path(args.output)
-    settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa, background=args.background,
-                              camera=args.camera, team=args.team, missing_textures=args.missing_textures,
-                              assets=check_assets(args.assets, "--assets"))
+    settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
+                              background=check_background(args.background, "--background"),
+                              camera=check_camera(args.camera, "--camera"), team=args.team,
+                              missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
+                              game=check_game(args.game, "--game") if args.game else default_game())
+    stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     try:
         for i, t in enumerate(times):
-            spec = settings.frame_spec(seq, t)
+            spec = settings.frame_spec(seq, t, stop_at)
             try:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:
-                raise SystemExit(f"farm render: {args.model}: {e}") from None
+                raise UsageError(f"{args.model}: {e}") from None
             dest = out if len(times) == 1 else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")
             write_png(dest, frame.rgba, frame.trace)
             if i == 0:
@@ -147,7 +177,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
     s.add_argument("--msaa", type=msaa_arg, default=0, help="MSAA samples (clamped to what GL grants)")
     s.add_argument("--background", default="transparent", help="transparent or #rrggbb")
-    s.add_argument("--assets", action="append", default=[], help="asset root (repeatable)")
+    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="asset root, a folder or an MPQ archive (.mpq, .w3x, .w3m); repeatable, searched in order"
+                        " after the model's folder and the folders above it up to its map")
+    s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
+                        " first), archives, or extracted data (default: $FARM_GAME_DIR)")
     s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker")
     s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"))
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")

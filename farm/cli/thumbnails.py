@@ -16,7 +16,7 @@ def cmd_thumbnails(args) -> int:
     (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
                             team=args.team, msaa=args.msaa, sheet=args.sheet, assets=tuple(args.assets),
-                            missing_textures=args.missing_textures)
+                            missing_textures=args.missing_textures, game=tuple(args.game))
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
                                   progress=False if args.no_progress else None, force=args.force)
@@ -46,6 +46,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
     s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
                    help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")
+    s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="Warcraft III game data, searched last (installation folder, archives, extracted data)")
     s.add_argument("--missing-textures", choices=("checker", "white"), default="checker")
     s.add_argument("--force", action="store_true", help="render every model, even those up to date")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")

@@ -339,6 +339,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
     cmp = compare(new.rgba, old.rgba, th, with_map=heatmaps)
     if heatmaps and cmp.status != "identical":
         _write_heatmaps(head, res, new.rgba, old.rgba, cmp)
+    res["inputs_changed"] = inputs_changed(_inputs(base.store, old.png), _inputs(head.store, new.png))
     res["metrics"] = cmp.to_dict()
     if cmp.passed:
         res.update(status="unchanged", match="exact" if cmp.status == "identical" else "similar")
@@ -348,6 +349,25 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
             reason += f" The base frame was rendered by {old.env}; the head frame by {new.env}."
         res.update(status="changed", reason=reason)
     return res
+
+
+def _inputs(store, png: str) -> dict[str, str | None]:
+    """What a stored frame was drawn from: asked name -> sha256 of the bytes (None: missing)."""
+    try:
+        assets = store.read_sidecar(png).get("assets") or []
+    except (OSError, ValueError):
+        return {}
+    return {str(a.get("asked")): (None if a.get("missing") else a.get("sha256")) for a in assets}
+
+
+def inputs_changed(base: dict[str, str | None], head: dict[str, str | None]) -> list[dict]:
+    """The assets whose bytes differ between two frames' inputs (or that one of them lacked), sorted."""
+    out = []
+    for name in sorted(set(base) | set(head)):
+        b, h = base.get(name, "absent"), head.get(name, "absent")
+        if b != h:
+            out.append({"asset": name, "base": b, "head": h})
+    return out
 
 
 def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:

@@ -22,19 +22,39 @@ from dataclasses import dataclass, field
 from farm.files import file_digest
 from farm.plan.keys import trace_key
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
-from farm.settings import RenderSettings
+from farm.settings import RenderSettings, env_int
 from renderer.anim import find_sequence as _find_sequence
+from renderer.assets import read_source, split_source
 from renderer.formats import load_model
 
-__all__ = ["Batch", "Plan", "expand_manifest", "expand_plan", "find_sequence", "read_model", "resolve_times",
-           "sequence_label"]
+DEFAULT_MAX_FRAMES = 200_000
+
+__all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
+           "max_frames", "model_digest", "read_model", "resolve_times", "sequence_label"]
 
 
-def resolve_times(plan: ModelPlan, length_ms: int) -> list[int]:
+class TooManyFrames(ValueError):
+    """A plan that would render more frames than the job's cap (FARM_MAX_FRAMES)."""
+
+
+def max_frames(environ=None) -> int:
+    """The most frames one job may plan (FARM_MAX_FRAMES, default 200,000)."""
+    return env_int("FARM_MAX_FRAMES", DEFAULT_MAX_FRAMES, environ, minimum=1)
+
+
+def resolve_times(plan: ModelPlan, length_ms: int, limit: int | None = None) -> list[int]:
     """The plan's timestamps for a sequence `length_ms` long: ms as given, fractions of the length
-    rounded to the nearest ms, or every N ms from 0 to the length; sorted, without repeats."""
+    rounded to the nearest ms, or every N ms from 0 to the length; sorted, without repeats.
+
+    The count is known before the list is built: more than `limit` (default `max_frames()`) is a
+    TooManyFrames error, never a list that fills the memory."""
     length = max(int(length_ms), 0)
+    limit = max_frames() if limit is None else limit
     if plan.every is not None:
+        count = length // plan.every + 1
+        if count > limit:
+            raise TooManyFrames(f"{plan.rel}: every = {plan.every} over a sequence of {length} ms is {count:,} frames,"
+                                f" more than the cap of {limit:,} per job (FARM_MAX_FRAMES)")
         return list(range(0, length + 1, plan.every))
     out = set()
     for t in plan.timestamps or (0,):
@@ -58,6 +78,8 @@ class Batch:
     keys: list[str]
     settings: RenderSettings = field(default_factory=RenderSettings)
     provisional: bool = False  # planned without reading the model: `farm retry` plans it again
+    stop_at: str | None = None  # the job or asset root holding the model: its texture search climbs no higher
+    missing: str = "warn"  # a frame rendered with a missing asset: "warn" (done, noted) or "fail"
     id: str = ""
     kind: str = "frames"  # what `render_batch` does with it: "frames", or a name in BATCH_KINDS
     params: dict = field(default_factory=dict)  # what a batch of another kind needs beyond the fields above
@@ -89,6 +111,8 @@ class Batch:
             "id": self.id, "model": self.model, "model_rel": self.model_rel, "model_digest": self.model_digest,
             "sequence": self.sequence, "sequence_name": self.sequence_name, "times": list(self.times),
             "keys": list(self.keys), **self.settings.to_dict(), "provisional": self.provisional,
+            **({"stop_at": self.stop_at} if self.stop_at else {}),
+            **({"missing": self.missing} if self.missing != "warn" else {}),
             **({"kind": self.kind, "params": dict(self.params)} if self.kind != "frames" else {}),
         }
 
@@ -99,7 +123,7 @@ class Batch:
         return cls(**rest, settings=settings)
 
     def frame_spec(self, sequence: int | None, time_ms: int):
-        return self.settings.frame_spec(sequence, time_ms)
+        return self.settings.frame_spec(sequence, time_ms, self.stop_at)
 
 
 @dataclass
@@ -136,7 +160,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     load = loader or read_model
     batches: list[Batch] = []
     rs = plan.settings
-    common = dict(settings=rs)
+    common = dict(settings=rs, stop_at=plan.root, missing=plan.missing)
 
     def keys_for(seq_name, times):
         return [trace_key(plan.rel, seq_name, t, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
@@ -146,7 +170,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
         return resolve_times(plan, 0) if plan.every is None else [0]
 
     try:
-        digest = file_digest(plan.path)
+        digest = model_digest(plan.path)
         model = load(plan.path)
     except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
         selectors = [None] if plan.sequences == "all" else list(plan.sequences)
@@ -194,6 +218,13 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     return Plan(batches, traces, {plan.rel: plan.to_dict()})
 
 
+def model_digest(source: str) -> str:
+    """sha256 of a model's bytes: a file, or an archive entry (`maps/x.w3x:war3mapImported/y.mdx`)."""
+    if split_source(source) is not None:
+        return hashlib.sha256(read_source(source)).hexdigest()
+    return file_digest(source)
+
+
 def read_model(path: str):
     """A model as the farm reads it (no GL; diagnostics, not errors, for oddities)."""
     return load_model(path, strict=False)
@@ -203,8 +234,16 @@ def expand_manifest(manifest: Manifest, loader=None) -> Plan:
     """Every model of the manifest, expanded. A `[[thresholds.traces]]` glob that matches no trace
     is a ManifestError naming its line."""
     plan = Plan([], {}, {})
+    cap = max_frames()
     for mp in manifest.plans:
-        plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
+        try:
+            plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
+        except TooManyFrames as e:
+            raise ManifestError(manifest.shown_as or manifest.path, mp.line, str(e)) from None
+        if len(plan.traces) > cap:
+            raise ManifestError(manifest.shown_as or manifest.path, mp.line,
+                                f"the job plans {len(plan.traces):,} frames by {mp.rel}, more than the cap of {cap:,}"
+                                f" per job (FARM_MAX_FRAMES): render fewer timestamps or split the job")
     for tt in manifest.trace_thresholds:
         if not any(fnmatch.fnmatchcase(k, tt.match) for k in plan.traces):
             example = next(iter(plan.traces), "?")

@@ -60,13 +60,17 @@ from farm.settings import (
     check_assets,
     check_background,
     check_camera,
+    check_game,
     check_int,
+    check_missing_policy,
     check_missing_textures,
     check_msaa,
     check_size,
     check_team,
+    check_time,
     type_name,
 )
+from renderer.assets import MpqError, list_models, split_source
 
 __all__ = [
     "Manifest",
@@ -81,8 +85,8 @@ __all__ = [
 THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 
 # Render settings: allowed at the top level and in each [[models]] entry.
-SETTINGS = ("assets", "size", "msaa", "background", "camera", "team", "missing_textures", "sequences",
-            "timestamps", "every", "thresholds")
+SETTINGS = ("assets", "game", "size", "msaa", "background", "camera", "team", "missing_textures", "missing",
+            "sequences", "timestamps", "every", "thresholds")
 TOP_KEYS = ("name", "models", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
 THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
@@ -124,6 +128,8 @@ class ModelPlan:
     thresholds: dict = field(default_factory=dict)
     entry: int = 0  # which [[models]] entry (1-based) chose these settings
     line: int | None = None
+    root: str | None = None  # the manifest's folder when it holds the model: the texture search stops there
+    missing: str = "warn"  # "warn" or "fail": a frame rendered with a missing asset (farm.settings)
 
     def to_dict(self) -> dict:
         return {
@@ -131,6 +137,8 @@ class ModelPlan:
             "sequences": self.sequences if self.sequences == "all" else list(self.sequences),
             "timestamps": None if self.timestamps is None else list(self.timestamps), "every": self.every,
             "thresholds": dict(self.thresholds), "entry": self.entry, "line": self.line,
+            **({"root": self.root} if self.root else {}),
+            **({"missing": self.missing} if self.missing != "warn" else {}),
         }
 
     @classmethod
@@ -358,7 +366,7 @@ def _timestamps(ctx: _Ctx, key: tuple, value) -> tuple:
         if isinstance(v, int) and not isinstance(v, bool):
             if v < 0:
                 raise ctx.error(key, f"{_where(key)}[{i}] must be >= 0 ms, not {v}")
-            out.append(v)
+            out.append(_setting(ctx, key, check_time, v))
         elif isinstance(v, str):
             m = _FRACTION.fullmatch(v)
             if not m or not 0.0 <= float(m.group(1)) <= 100.0:
@@ -404,6 +412,10 @@ def _settings(ctx: _Ctx, table: dict, key: tuple, root: Path) -> dict:
     s: dict[str, Any] = {}
     if "assets" in table:
         s["assets"] = _setting(ctx, (*key, "assets"), check_assets, table["assets"], root)
+    if "game" in table:
+        s["game"] = _setting(ctx, (*key, "game"), check_game, table["game"], root)
+    if "missing" in table:
+        s["missing"] = _setting(ctx, (*key, "missing"), check_missing_policy, table["missing"])
     if "size" in table:
         s["width"], s["height"] = _setting(ctx, (*key, "size"), check_size, table["size"])
     for name, check in (("msaa", check_msaa), ("background", check_background), ("camera", check_camera),
@@ -466,13 +478,20 @@ def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path) -> list[Path]:
     else:
         raise ctx.error(key, f"{_where(key)} needs 'path' (one file) or 'paths' (files and globs, relative to"
                              f" the manifest)")
-    files: list[Path] = []
+    files: list[str] = []
     for pattern, k in patterns:
-        full = pattern if os.path.isabs(pattern) else str(root / pattern)
-        if glob.has_magic(pattern):
-            found = sorted(Path(p) for p in glob.glob(full, recursive=True) if os.path.isfile(p))
+        split = split_source(pattern)
+        outer = str(split[0]) if split else pattern
+        full = outer if os.path.isabs(outer) else str(root / outer)
+        if glob.has_magic(outer):
+            found = sorted(str(Path(p).resolve()) for p in glob.glob(full, recursive=True) if os.path.isfile(p))
         else:
-            found = [Path(full)] if os.path.isfile(full) else []
+            found = [str(Path(full).resolve())] if os.path.isfile(full) else []
+        if split:  # models inside archives: "maps/*.w3x:**/*.mdx" (entries matched case-insensitively)
+            try:
+                found = [s for a in found for s in list_models(a, split[1])]
+            except MpqError as e:
+                raise ctx.error(k, f"{_where(k)}: {e}") from None
         if not found:
             what = "glob" if glob.has_magic(pattern) else "path"
             raise ctx.error(k, f"{_where(k)}: {what} {pattern!r} matches no file (relative to {root})")
@@ -480,11 +499,21 @@ def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path) -> list[Path]:
     return files
 
 
-def _rel(path: Path, root: Path) -> str:
+def _rel(source: str, root: Path) -> str:
+    """How a model is named in trace keys: relative to the manifest's folder (POSIX separators);
+    an archive entry as ARCHIVE:ENTRY with the archive relative."""
+    split = split_source(source)
+    path = Path(split[0] if split else source)
     try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
+        rel = path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
-        return Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+        rel = Path(os.path.relpath(path.resolve(), root.resolve())).as_posix()
+    return f"{rel}:{split[1].replace(chr(92), '/')}" if split else rel
+
+
+def _inside(source: str, root: Path) -> bool:
+    split = split_source(source)
+    return Path(split[0] if split else source).resolve().is_relative_to(root.resolve())
 
 
 def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
@@ -524,10 +553,9 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
         settings["thresholds"] = {**defaults.get("thresholds", {}), **own.get("thresholds", {})}
         render = RenderSettings(**{k: settings.pop(k) for k in RenderSettings.FIELDS if k in settings})
         for f in files:
-            resolved = f.resolve()
-            chosen.pop(resolved, None)  # the last entry matching a file wins (and orders it)
-            chosen[resolved] = ModelPlan(path=str(resolved), rel=_rel(f, root), entry=i + 1,
-                                         line=_line(ctx.lines, key), settings=render, **settings)
+            chosen.pop(f, None)  # the last entry matching a file wins (and orders it)
+            chosen[f] = ModelPlan(path=f, rel=_rel(f, root), entry=i + 1, line=_line(ctx.lines, key),
+                                  settings=render, root=str(root) if _inside(f, root) else None, **settings)
     return Manifest(path=str(path.resolve()) if path.exists() else str(path), name=name,
                     plans=sorted(chosen.values(), key=lambda p: p.rel), trace_thresholds=trace_thresholds, text=text,
                     shown_as=str(path))

@@ -13,7 +13,11 @@ from collections.abc import Callable
 from farm.run.execute import BatchResult
 from farm.settings import broker_url
 
-__all__ = ["RUNNERS", "mode", "run_batches"]
+__all__ = ["RUNNERS", "RunnerUnavailable", "mode", "run_batches"]
+
+
+class RunnerUnavailable(RuntimeError):
+    """The runner cannot be reached (the broker stayed away longer than the client waits)."""
 
 # mode -> "module:function" with run_local's signature (job_id, batches, store, broker or workers,
 # on_result, progress), imported when used: a local run never loads Celery or its Redis client, and

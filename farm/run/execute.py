@@ -29,8 +29,8 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from farm.files import file_digest
-from farm.plan.batches import Batch, find_sequence, read_model
+from farm.plan.batches import Batch, find_sequence, model_digest, read_model
+from farm.run.budget import Budgets, frame_deadline, over_budget
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
 
@@ -67,10 +67,12 @@ class FrameResult:
     digest: str | None = None
     error: str | None = None
     info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
+    missing: list[str] | None = None  # assets the frame asked for and the search did not find
 
     def to_dict(self) -> dict:
         return {"key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
-                "error": self.error, **({"info": self.info} if self.info is not None else {})}
+                "error": self.error, **({"info": self.info} if self.info is not None else {}),
+                **({"missing": list(self.missing)} if self.missing else {})}
 
 
 @dataclass
@@ -171,14 +173,24 @@ class BatchKind:
         return Work(seq, list(zip(batch.keys, batch.times, strict=True)))
 
     def keep(self, batch: Batch, store, model, frame, key: str, time_ms: int, work: Work) -> FrameResult:
-        """Keep a rendered frame: PNG (trace in its text chunk) into the store, with a sidecar."""
+        """Keep a rendered frame: PNG (trace in its text chunk) into the store, with a sidecar that
+        lists the diagnostics and every asset the frame used (where found, sha256) or missed (where
+        the search looked). A frame with missing assets is done, with their names noted, or failed
+        when the job's policy is ``missing = "fail"``."""
         data = png_bytes(frame.rgba, frame.trace)
-        meta = {"trace": frame.trace, "diagnostics": [diag_dict(d) for d in frame.diagnostics]}
+        assets = list(getattr(frame, "assets", []) or [])
+        meta = {"trace": frame.trace, "diagnostics": [diag_dict(d) for d in frame.diagnostics], "assets": assets}
+        missing = missing_names(assets)
+        if missing and batch.missing == "fail":
+            return FrameResult(key, time_ms, "failed", missing=missing,
+                               error=f"{batch.model_rel} at {time_ms} ms: {len(missing)} asset(s) not found:"
+                                     f" {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
+                                     f" (missing = \"fail\")")
         try:
             image = store.put_image(data, meta)
         except OSError as e:
             raise TransientError(f"cannot write to the store: {e}") from e
-        return FrameResult(key, time_ms, "done", digest=image)
+        return FrameResult(key, time_ms, "done", digest=image, missing=missing or None)
 
     def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
         return FrameResult(key, time_ms, "failed", error=error)
@@ -192,6 +204,11 @@ class BatchKind:
 
 
 FRAMES = BatchKind()
+
+
+def missing_names(assets: list[dict]) -> list[str]:
+    """The names a frame asked for and did not find, from its asset records (renderer.assets)."""
+    return list(dict.fromkeys(str(a.get("asked")) for a in assets if a.get("missing")))
 
 # Batches of other kinds, run by both runners exactly like frame batches: name -> "module:attribute"
 # (a BatchKind instance). Only names listed here run (the name comes from the batch, which may come
@@ -217,13 +234,15 @@ def batch_kind(kind: str) -> BatchKind:
 
 def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, job_id: str,
                  on_frame: Callable[[int, int, int], None] | None = None, abort: tuple = (),
-                 max_deliveries: int = DEFAULT_MAX_DELIVERIES) -> BatchResult:
+                 max_deliveries: int = DEFAULT_MAX_DELIVERIES, budgets: Budgets | None = None) -> BatchResult:
     """Render every frame of `batch` and record the result under `job_id` (see the module docstring).
 
     `renderer_factory()` returns this process's renderer: an object with `render(model, spec,
     model_digest)` -> Frame and `forget(model)` (renderer.Renderer, or a stand-in).
-    `on_frame(done, total, failed)` is called after each frame.
+    `on_frame(done, total, failed)` is called after each frame. `budgets` (default: from the
+    environment, farm.run.budget) bounds each frame's wall time; a frame over a budget fails alone.
     """
+    budgets = budgets or Budgets.from_env()
     kind = batch_kind(batch.kind)
     attempt = kind.begin(store, job_id, batch)
     total = len(batch.keys)
@@ -244,12 +263,12 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     if attempt > max_deliveries:
         return finish(kind.died_too_often(batch, attempt))
     try:
-        digest = file_digest(batch.model)
+        digest = model_digest(batch.model)
         model = read_model(batch.model)
     except abort:
         raise
     except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure
-        return finish(error_text(e))
+        return finish(f"{batch.model_rel}: {over_budget(e, budgets)}" if over_budget(e, budgets) else error_text(e))
     try:
         work = kind.plan(batch, model, digest)
     except ValueError as e:
@@ -259,7 +278,8 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     try:
         for key, t in work.frames:
             try:
-                frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest)
+                with frame_deadline(budgets.frame_seconds):
+                    frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest)
                 frames.append(kind.keep(batch, store, model, frame, key, t, work))
             except abort as e:  # the frames done so far stay done
                 return finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
@@ -267,16 +287,23 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
                 raise
             except GLContextError as e:
                 raise TransientError(f"GL failed in this process: {error_text(e)}") from e
-            except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on
-                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {error_text(e)}", work))
+            except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on (MemoryError too)
+                why = over_budget(e, budgets) or error_text(e)
+                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {why}", work))
                 failed += 1
+                if over_budget(e, budgets):  # what it built may be half made: start the model afresh
+                    _forget(renderer, model)
             if on_frame:
                 on_frame(len(frames), total, failed)
     finally:
-        forget = getattr(renderer, "forget", None)
-        if forget is not None:
-            try:
-                forget(model)
-            except Exception:  # noqa: BLE001 - freeing must not hide the batch's outcome
-                pass
+        _forget(renderer, model)
     return finish()
+
+
+def _forget(renderer, model) -> None:
+    forget = getattr(renderer, "forget", None)
+    if forget is not None:
+        try:
+            forget(model)
+        except Exception:  # noqa: BLE001 - freeing must not hide the batch's outcome
+            pass

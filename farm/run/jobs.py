@@ -137,7 +137,15 @@ class JobState:
             if t is None:
                 continue
             t.update(status="done" if f.status == "done" else "failed", digest=f.digest, error=f.error)
+            if f.missing:
+                t["missing"] = list(f.missing)
+            else:
+                t.pop("missing", None)
         self.save()
+
+    def missing_assets(self) -> dict[str, list[str]]:
+        """Trace key -> the assets its frame asked for and did not find (frames that rendered)."""
+        return {k: t["missing"] for k, t in sorted(self.traces.items()) if t.get("missing")}
 
     def merge_worker_results(self) -> int:
         """Fold in batch results that workers wrote for traces still pending here; returns how many."""
@@ -269,6 +277,12 @@ def status_text(job: JobState, limit: int = 20) -> str:
         where = f"celery {run['broker']}" if run["mode"] == "celery" else f"local, {run.get('workers') or 'auto'}"
         took = f", {run['seconds']} s" if run.get("seconds") is not None else ", unfinished"
         lines.append(f"  run {run['started']}: {run['frames']} frames in {run['batches']} batches ({where}{took})")
+    missing = job.missing_assets()
+    if missing:
+        names = list(dict.fromkeys(n for v in missing.values() for n in v))
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        lines.append(f"warning: {len(missing)} frame(s) drew placeholders for {len(names)} missing asset(s): {shown}"
+                     f" (each frame's sidecar says where the search looked; --assets/--game add places to look)")
     failed = job.keys("failed")
     if failed:
         lines.append("failed:")

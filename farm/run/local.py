@@ -24,12 +24,14 @@ import multiprocessing as mp
 import queue as queue_mod
 import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from farm.plan.batches import Batch
 from farm.run import worker
+from farm.run.budget import Budgets
 from farm.run.execute import DEFAULT_MAX_DELIVERIES, BatchResult, TransientError, render_batch
 from farm.settings import env_int
 from farm.store import Store, open_store
@@ -39,6 +41,7 @@ __all__ = ["default_workers", "run_local"]
 log = logging.getLogger("farm.local")
 START_METHOD = "spawn"
 TRANSIENT_RETRIES = 2
+STALL_GRACE_S = 30  # on top of twice the frame time limit, before a silent worker is stopped
 
 _queue = None  # in a child: where frame counts go
 
@@ -61,6 +64,8 @@ def _init_child(concurrency: int, kind: str | None, q) -> None:
 
 def _run_batch(job_id: str, batch: dict, location: str, max_deliveries: int) -> dict:
     b = Batch.from_dict(batch)
+    if _queue is not None:
+        _queue.put((b.id, -1, 0))  # started: the parent's watchdog counts from here
 
     def on_frame(done: int, total: int, failed: int) -> None:
         if _queue is not None:
@@ -85,6 +90,11 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
     q = ctx.Queue()
     stop = threading.Event()
 
+    seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
+    frame_s = Budgets.from_env().frame_seconds
+    grace = env_int("FARM_STALL_GRACE_S", STALL_GRACE_S)
+    stall_s = frame_s * 2 + grace if frame_s else 0
+
     def listen() -> None:
         while not stop.is_set():
             try:
@@ -93,7 +103,8 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
                 continue
             except (EOFError, OSError):
                 return
-            if progress is not None:
+            seen[batch_id] = time.monotonic()
+            if progress is not None and done >= 0:
                 progress.update(batch_id, done, failed)
 
     listener = threading.Thread(target=listen, name="farm-progress", daemon=True)
@@ -106,7 +117,16 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
 
     def finish(result: BatchResult) -> None:
         remaining.pop(result.batch, None)
+        seen.pop(result.batch, None)
         on_result(result)
+
+    def stalled() -> list[str]:
+        """Batches whose worker reported nothing for longer than a frame may take (stuck in C code,
+        where the frame's own time limit cannot reach it)."""
+        if not stall_s:
+            return []
+        now = time.monotonic()
+        return [b for b, at in list(seen.items()) if b in remaining and now - at > stall_s]
 
     def run_pool(ids: list[str], n: int) -> bool:
         """Run these batches in a pool of n; returns True when the pool broke."""
@@ -121,6 +141,14 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                stuck = stalled()
+                if stuck and not done:
+                    log.warning("batch(es) %s reported nothing for %d s (FARM_FRAME_TIME_LIMIT x 2 + %d s): stopping"
+                                " their worker processes", ", ".join(stuck), stall_s, grace)
+                    for b in stuck:
+                        seen.pop(b, None)
+                    for p in list(getattr(executor, "_processes", {}).values()):
+                        p.kill()
                 for fut in done:
                     batch_id = futures[fut]
                     try:

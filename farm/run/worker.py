@@ -37,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from farm.run.budget import Budgets, limit_memory
+from farm.settings import default_game
 from renderer.frame import Frame, Renderer, model_hash
 from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
 
@@ -80,13 +82,18 @@ def _create(kind: str):
         return factory()
     if kind == "synthetic":
         return SyntheticRenderer(float(os.environ.get("FARM_SYNTHETIC_DELAY_MS", "0") or 0))
-    return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto")
+    # Game data as this worker host has it (FARM_GAME_DIR): searched last, after a job's own game data.
+    return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto", game=default_game())
 
 
 def init_process(concurrency: int, kind: str | None = None, eager: bool = True) -> None:
-    """Set up this worker process: thread count first, then (eagerly) the renderer and its context."""
+    """Set up this worker process: thread count first, the memory budget (farm.run.budget), then
+    (eagerly) the renderer and its context."""
     kind = renderer_kind(kind)
     _state.update(kind=kind, pid=os.getpid(), renderer=None)
+    cap = limit_memory(Budgets.from_env().memory_mib)
+    if cap is not None:
+        log.info("pid %s: memory limit %d MiB (FARM_MEMORY_LIMIT_MB)", os.getpid(), cap >> 20)
     try:
         threads = configure_threads(concurrency)
     except (RuntimeError, ValueError) as e:  # too late (a driver is loaded) or a bad value: say so, go on

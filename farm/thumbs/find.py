@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from renderer.assets import MpqError, list_models
+from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.formats import LOADERS
 
 __all__ = ["EXTENSIONS", "Found", "FindError", "asset_roots_for", "find_models", "root_labels"]
@@ -43,6 +45,21 @@ def _is_model(name: str) -> bool:
     return os.path.splitext(name)[1].lower() in EXTENSIONS
 
 
+def _is_archive(name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in ARCHIVE_SUFFIXES
+
+
+def _archive_models(path: Path, rel: str, listfile=None) -> tuple[list[tuple[str, Path, int]], str | None]:
+    """(rel, source, size) of each model inside a map or MPQ archive, or an error sentence."""
+    try:
+        sources = list_models(path, listfile=listfile)
+    except MpqError as e:
+        return [], str(e)
+    size = path.stat().st_size
+    return [(f"{rel}:{s.split(':', 1)[1] if s.startswith(str(path) + ':') else s}", Path(s), size)
+            for s in sources], None
+
+
 def root_labels(roots: list[Path]) -> list[str]:
     labels: list[str] = []
     for root in roots:
@@ -59,7 +76,11 @@ def _folder_of(root: Path) -> Path:
     return root.parent if root.is_file() else root
 
 
-def find_models(roots: list[str | Path], exclude: list[str | Path] = ()) -> list[Found]:
+def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfile=None,
+                errors: list[str] | None = None) -> list[Found]:
+    """Every model file under `roots`, and every model inside the map and MPQ archives there
+    (`maps/keep.w3x:war3mapImported/Ghost.mdx`); an archive that cannot be listed (no (listfile)
+    and no `listfile` given) is named in `errors` instead."""
     resolved: list[Path] = []
     for r in roots:
         p = Path(r).absolute()
@@ -77,6 +98,7 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = ()) -> list
     for root, label in zip(resolved, labels, strict=True):
         folder = _folder_of(root)
         rels: list[str] = []
+        start = len(out)
         if root.is_file():
             rels.append(root.name)
         else:
@@ -85,6 +107,13 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = ()) -> list
                                      if os.path.realpath(os.path.join(dirpath, d)) not in skip)
                 base = Path(dirpath).relative_to(folder)
                 rels.extend((base / f).as_posix() for f in filenames if _is_model(f))
+                for f in sorted(filenames):
+                    if _is_archive(f):
+                        entries, error = _archive_models(Path(dirpath) / f, (base / f).as_posix(), listfile)
+                        if error and errors is not None:
+                            errors.append(error)
+                        out.extend(Found(f"{label}/{rel}", folder, label, rel, source, size)
+                                   for rel, source, size in entries)
         for rel in sorted(rels):
             path = folder / rel
             try:
@@ -98,6 +127,7 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = ()) -> list
                 continue
             seen.add(real)
             out.append(Found(f"{label}/{rel}", folder, label, rel, path, size))
+        out[start:] = sorted(out[start:], key=lambda f: f.rel)
     return out
 
 
@@ -105,7 +135,8 @@ def asset_roots_for(found: Found, roots: list[str | Path], extra: list[str | Pat
     """Where a model's textures are looked for after its own folder: each folder above it up to its
     root (nearest first: a map keeps its textures at its top), the other roots, then `extra`."""
     out: list[str] = []
-    d = found.path.parent
+    split = split_source(str(found.path))
+    d = (split[0] if split else found.path).parent
     while d != found.root and found.root in d.parents:
         d = d.parent
         out.append(str(d))

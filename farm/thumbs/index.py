@@ -28,7 +28,7 @@ FORMAT = "modelfarm.thumbnails/1"
 ENTRY_KEYS = (
     "id", "root", "path", "file", "name", "model_format", "status", "error", "thumbnail", "sidecar", "image_sha256",
     "sha256", "sequence", "sequence_index", "sequence_rule", "time_ms", "sequences", "geosets", "vertices",
-    "triangles", "camera_source", "diagnostic_count", "diagnostics", "sheet",
+    "triangles", "camera_source", "diagnostic_count", "diagnostics", "sheet", "missing",
 )
 
 TEMPLATE = """<!doctype html>
@@ -57,6 +57,8 @@ TEMPLATE = """<!doctype html>
   figcaption .path, figcaption .facts { color: #aaa; font-size: 12px; word-break: break-all; }
   figure.failed figcaption .facts { color: #f99; }
   [hidden] { display: none !important; }
+  .tile.missing { outline: 2px solid #d9a400; }
+  .missing-assets { color: #d9a400; font-size: 11px; }
 </style>
 </head>
 <body>
@@ -70,7 +72,8 @@ TEMPLATE = """<!doctype html>
 </header>
 <main class="grid" id="grid">
 {% for m in models %}
-<figure class="tile{% if m.status != 'done' %} failed{% endif %}" data-search="{{ m.search }}">
+<figure class="tile{% if m.status != 'done' %} failed{% endif %}{% if m.missing %} missing{% endif %}"
+  data-search="{{ m.search }}">
   {% if m.url %}<a href="{{ m.url }}"><img loading="lazy" src="{{ m.url }}" alt="{{ m.file }}"
     width="{{ size }}" height="{{ size }}"></a>
   {% else %}<div class="placeholder" title="{{ m.error }}">failed: {{ m.short_error }}</div>{% endif %}
@@ -78,6 +81,8 @@ TEMPLATE = """<!doctype html>
     <div class="file" title="{{ m.id }}">{{ m.file }}</div>
     {% if m.name %}<div class="path">model {{ m.name }}</div>{% endif %}
     <div class="path">{{ m.id }}</div>
+    {% if m.missing %}<div class="missing-assets" title="{{ m.missing | join(', ') }}">&#9888; {{ m.missing | length }}
+      missing asset(s): {{ m.missing[:3] | join(', ') }}{% if m.missing | length > 3 %} ...{% endif %}</div>{% endif %}
     <div class="facts">{% if m.status == 'done' %}{{ m.sequence if m.sequence is not none else '(bind pose)' }}
       {%- if m.time_ms is not none %} at {{ m.time_ms }} ms{% endif %} &middot; {{ m.vertices }} vertices
       &middot; {{ m.triangles }} triangles{% if m.diagnostic_count %} &middot; {{ m.diagnostic_count }}
@@ -124,6 +129,7 @@ def render_html(doc: dict, title: str = "Thumbnails") -> str:
     models = []
     for e in doc["models"]:
         search = " ".join(str(e.get(k) or "") for k in ("file", "name", "id", "sequence", "model_format", "error"))
+        search += " missing" if e.get("missing") else ""
         models.append({**e, "url": _url(e["thumbnail"], e.get("image_sha256")) if e.get("thumbnail") else None,
                        "search": " ".join(search.lower().split()), "short_error": short_error(e)})
     sheets = [{"url": _url(s)} for s in doc.get("sheets", [])]

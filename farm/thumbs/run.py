@@ -27,18 +27,19 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.files import atomic_write, atomic_write_json, file_digest
-from farm.plan.batches import Batch
+from farm.files import atomic_write, atomic_write_json
+from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
-from farm.settings import RenderSettings, SettingError, broker_url, check_assets
+from farm.settings import RenderSettings, SettingError, broker_url, check_assets, check_game
 from farm.store import open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
 from farm.thumbs.state import State, fingerprint
 from farm.thumbs.work import FORMATS
+from renderer.assets import read_source
 from renderer.frame import RENDERER_VERSION
 
 __all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
@@ -60,6 +61,7 @@ class ThumbnailOptions:
     msaa: int = 4
     sheet: int = 64  # models per contact sheet; 0: no sheets
     assets: tuple = ()  # asset roots after each model's own folders and the roots
+    game: tuple = ()  # game data (farm.settings.check_game), searched last
     missing_textures: str = "checker"
 
     def check(self) -> None:
@@ -74,13 +76,14 @@ class ThumbnailOptions:
         try:
             self.settings()
             check_assets(self.assets, "--assets")
+            check_game(self.game, "--game")
         except SettingError as e:
             raise ThumbnailError(str(e)) from None
 
     def settings(self, assets: tuple = ()) -> RenderSettings:
         """The render settings of every thumbnail (farm.settings' rules), with these asset roots."""
         return RenderSettings(width=int(self.size), height=int(self.size), msaa=int(self.msaa), team=int(self.team),
-                              missing_textures=self.missing_textures, assets=tuple(assets))
+                              missing_textures=self.missing_textures, assets=tuple(assets), game=tuple(self.game))
 
 
 @dataclass
@@ -91,6 +94,7 @@ class Summary:
     skipped: int = 0  # up to date
     failed: dict[str, str] = field(default_factory=dict)  # id -> error, for every model failing now
     sheets_written: int = 0
+    listing_errors: list[str] = field(default_factory=list)  # archives whose models could not be listed
     seconds: float = 0.0
     mode: str = "local"
 
@@ -102,6 +106,8 @@ class Summary:
         lines = [f"thumbnails: {self.models} models: {len(self.rendered) - len(self.failed)} rendered,"
                  f" {self.skipped} up to date, {len(self.failed)} failed ({self.mode}, {self.seconds:.1f} s)"
                  f" -> {self.out / 'index.html'}"]
+        for e in self.listing_errors:
+            lines.append(f"warning: {e}")
         if self.failed:
             lines.append("failed (placeholder tiles, errors in index.json):")
             for model_id, error in list(self.failed.items())[:limit]:
@@ -118,13 +124,28 @@ def _thumb_rel(model_id: str, fmt: str) -> str:
 def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
     return {"thumbnail_version": THUMBNAIL_VERSION, "renderer_version": RENDERER_VERSION, "size": int(opts.size),
             "sequence": opts.sequence, "time": opts.time, "format": opts.format, "team": int(opts.team),
-            "msaa": int(opts.msaa), "missing_textures": opts.missing_textures, "assets": assets}
+            "msaa": int(opts.msaa), "missing_textures": opts.missing_textures, "assets": assets,
+            **({"game": list(opts.game)} if opts.game else {})}
 
 
 def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
     return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0], [found.id],
-                 settings=opts.settings(tuple(assets)), kind="thumbnail",
+                 settings=opts.settings(tuple(assets)), stop_at=str(found.root), kind="thumbnail",
                  params={"format": opts.format, "time": opts.time})
+
+
+def inputs_unchanged(inputs: dict[str, str], seen: dict[str, str | None]) -> bool:
+    """Whether every asset a thumbnail was drawn from (location -> sha256, as its frame recorded them)
+    still has the same bytes: an edited texture makes its models render again."""
+    for where, sha in inputs.items():
+        if where not in seen:
+            try:
+                seen[where] = hashlib.sha256(read_source(where)).hexdigest()
+            except Exception:  # noqa: BLE001 - gone or unreadable: changed
+                seen[where] = None
+        if seen[where] != sha:
+            return False
+    return True
 
 
 def _inside(out: Path, rel: str) -> Path | None:
@@ -157,7 +178,10 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     broker = broker_url(broker)
     summary = Summary(out, mode=mode(broker))
     try:
-        found = find_models(roots, exclude=[out])
+        listing_errors: list[str] = []
+        found = find_models(roots, exclude=[out], errors=listing_errors)
+        for e in listing_errors:
+            summary.listing_errors.append(e)
     except ValueError as e:
         raise ThumbnailError(str(e)) from None
     root_folders = [Path(r).absolute() for r in roots]
@@ -169,11 +193,12 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
         summary.models = len(found)
         todo: list[Batch] = []
         fps: dict[str, str] = {}
+        seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
         for f in found:
             assets = asset_roots_for(f, root_folders, extra_assets)
             fps[f.id] = fp = fingerprint(_render_options(opts, assets))
             try:
-                digest = file_digest(f.path)
+                digest = model_digest(str(f.path))
             except OSError as e:
                 state.record(f.id, {"status": "failed", "error": f"{f.path}: cannot read: {e.strerror or e}",
                                     "options": fp, "sha256": None})
@@ -181,7 +206,8 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
                 continue
             rec = state.records.get(f.id)
             if (not force and rec and rec.get("status") == "done" and rec.get("sha256") == digest
-                    and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()):
+                    and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()
+                    and inputs_unchanged(rec.get("inputs") or {}, seen)):
                 summary.skipped += 1
                 continue
             todo.append(_batch(f, digest, opts, assets))
@@ -226,7 +252,9 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
         info = dict(frame.info or {})
         image = info.pop("image", None)
         rec = {k: info.get(k) for k in ENTRY_KEYS if k in info}
-        rec.update(sha256=info.get("sha256"), options=fps.get(model_id))
+        rec.update(sha256=info.get("sha256"), options=fps.get(model_id),
+                   inputs={a["found"]: a["sha256"] for a in info.get("assets") or ()
+                           if a.get("found") and a.get("sha256")})
         trace = info.get("trace") or {}
         if frame.status == "done" and image is not None:
             data = base64.b64decode(image)

@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image
 
 from farm.plan.batches import Batch
-from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict
+from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict, missing_names
 from renderer.anim import UnknownSequence, find_sequence
 from renderer.png import png_bytes
 
@@ -124,7 +124,9 @@ class ThumbnailKind(BatchKind):
             d = diag_dict(d)
             if d not in diagnostics:
                 diagnostics.append(d)
-        facts = dict(work.facts, trace=frame.trace, diagnostics=diagnostics[:MAX_DIAGNOSTICS],
+        missing = missing_names(list(getattr(frame, "assets", []) or []))
+        facts = dict(work.facts, trace=frame.trace, diagnostics=diagnostics[:MAX_DIAGNOSTICS], missing=missing,
+                     assets=list(getattr(frame, "assets", []) or []),
                      diagnostic_count=len(diagnostics), bytes=len(data), image=base64.b64encode(data).decode("ascii"))
         return FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(), info=facts)
 

@@ -14,10 +14,11 @@ Per-frame values and their rules
 * node_visibility (N,): KATV / KLAV / KPEV / KP2V / KRVS / KPPV of the node's record (1 when the node
   has none); visible when > VISIBILITY_THRESHOLD (0), as the viewer tests it.
 * geoset_alpha, geoset_color (RGB), geoset_visible: from the geoset's GEOA (the last GEOA naming the
-  geoset, as the viewer assigns them); KGAO over the static alpha, KGAC over the static colour. GEOA
-  colours (static and KGAC) are stored B, G, R (`formats.options.GEOA_COLOR_BGR`) and are returned
-  as R, G, B. The colour applies whatever the GEOA flags say (as the viewer does). A geoset is hidden
-  when its alpha <= GEOSET_HIDDEN_ALPHA (0.01). Without a GEOA: alpha 1, colour (1, 1, 1).
+  geoset, as the viewer assigns them); KGAO over the static alpha, KGAC over the static colour. The
+  GEOA static colour is stored R, G, B and KGAC values B, G, R (`rules.GEOA_STATIC_COLOR_BGR`,
+  `rules.GEOA_TRACK_COLOR_BGR`); both are returned as R, G, B. The colour applies whatever the GEOA
+  flags say (as the viewer does). A geoset is hidden when its alpha <= GEOSET_HIDDEN_ALPHA (0.01).
+  Without a GEOA: alpha 1, colour (1, 1, 1).
 * layers, flattened in material order (`layer_index[(material, layer)]`): layer_alpha (KMTA over
   the static alpha), layer_emissive_gain (KMTE over the static gain), layer_texture_id (KMTF over
   the static texture id; an integer track, never interpolated). Reforged per-slot textures
@@ -48,7 +49,6 @@ from renderer.anim import quat
 from renderer.anim.skeleton import Skeleton
 from renderer.anim.skinning import GeosetSkin, PaletteBuilder, geoset_skin
 from renderer.anim.tracks import Clock, TrackBank, make_clock
-from renderer.formats.options import GEOA_COLOR_BGR
 from renderer.model import (
     Attachment,
     Light,
@@ -59,6 +59,7 @@ from renderer.model import (
     RibbonEmitter,
     Sequence,
 )
+from renderer.rules import GEOA_STATIC_COLOR_BGR, GEOA_TRACK_COLOR_BGR
 
 GEOSET_HIDDEN_ALPHA = 0.01  # a geoset whose alpha is <= this is not drawn (viewer)
 VISIBILITY_THRESHOLD = 0.0  # nodes (attachments, emitters, lights) show when visibility > this
@@ -220,16 +221,18 @@ class Animator:
                 geoa[a.geoset_id] = a
         alpha = np.ones(g)
         color = np.ones((g, 3))
+        # Colours are kept in the tracks' component order and turned to RGB per frame.
+        static_order = slice(None, None, -1 if GEOA_STATIC_COLOR_BGR != GEOA_TRACK_COLOR_BGR else 1)
         for gi, a in geoa.items():
             alpha[gi] = a.alpha
-            color[gi] = a.color
+            color[gi] = np.asarray(a.color, np.float64)[static_order]
         self._alpha = _Scatter(alpha)
         self._color = _Scatter(color)
         for gi, a in geoa.items():
             if "KGAO" in a.tracks:
                 self._alpha.add(bank, gi, a.tracks["KGAO"], a.alpha)
             if "KGAC" in a.tracks:
-                self._color.add(bank, gi, a.tracks["KGAC"], a.color)
+                self._color.add(bank, gi, a.tracks["KGAC"], tuple(color[gi]))
 
         # Layers (flattened) and Reforged texture slots.
         self.layer_index: dict[tuple[int, int], int] = {}
@@ -314,7 +317,7 @@ class Animator:
         nodes = self.node_matrices(clock, view, sampled)
         vis = self._vis.fill(sampled)
         color = self._color.fill(sampled)
-        if GEOA_COLOR_BGR:
+        if GEOA_TRACK_COLOR_BGR:
             color = color[:, ::-1].copy()
         uv = uv_matrices(self._tat.fill(sampled), self._tar.fill(sampled), self._tas.fill(sampled))
         ids = self.attachment_ids

@@ -21,7 +21,7 @@ replaced by an effective parent built from the parent's tracked world rotation R
 chain's rotations) and world scale Sp (the componentwise product of its scales), as the viewer tracks
 them:
 
-* DontInheritRotation (0x2) / DontInheritScaling (0x4) (`formats.options` names the bits): Lp becomes
+* DontInheritRotation (0x2) / DontInheritScaling (0x4) (`rules` names the bits): Lp becomes
   R(Rp') diag(Sp') with Rp' = identity when rotation is not inherited, Sp' = 1 when scaling is not.
   (Without either flag Lp is the parent's exact 3x3 part.)
 * DontInheritTranslation (0x1): the parent does not move the node's pivot: a = c + Lp' t, i.e. the
@@ -57,12 +57,12 @@ import numpy as np
 
 from renderer.anim import quat
 from renderer.camera import look_at
-from renderer.formats.options import (
+from renderer.model import Model, Node
+from renderer.rules import (
     NODE_FLAG_DONT_INHERIT_ROTATION,
     NODE_FLAG_DONT_INHERIT_SCALING,
     NODE_FLAG_DONT_INHERIT_TRANSLATION,
 )
-from renderer.model import Model, Node
 
 BILLBOARDED = 0x8
 BILLBOARDED_LOCK_X = 0x10

@@ -6,9 +6,13 @@ rest of the code never switches over formats.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from renderer.assets.mpq import entry_name
+from renderer.assets.search import ModelLocation, split_source
+from renderer.assets.sources import read_source, source_name
 from renderer.errors import FormatError
 
 # extension -> "module:function"; the loader is imported only when used.
@@ -54,7 +58,10 @@ def format_of(path: Path) -> str:
 
 
 def load_model(path: str | Path, strict: bool = False, **options):
-    """Load any supported model file into the neutral Model."""
+    """Load any supported model file, or an archive entry `maps/foo.w3x:war3mapImported/x.mdx`
+    (renderer.assets.sources), into the neutral Model."""
+    if split_source(path) is not None:
+        return load_model_source(path, strict=strict, **options)
     path = Path(path)
     return _resolve(LOADERS[format_of(path)])(path, strict=strict, **options)
 
@@ -66,3 +73,28 @@ def save_model(model, path: str | Path) -> None:
     if ext not in WRITERS:
         raise ValueError(f"cannot write {ext!r} files; writable: {', '.join(sorted(WRITERS))}")
     _resolve(WRITERS[ext])(model, path)
+
+
+# Entry extension -> "module:function" reading a model from bytes (data, path, strict=..., **options).
+READERS: dict[str, str] = {
+    ".mdx": "renderer.formats.mdx:read_mdx",
+    ".mdl": "renderer.formats.mdl.read:read_mdl_bytes",
+}
+
+
+def load_model_source(source: str | Path, strict: bool = False, listfile=None, **options):
+    """Load a model from a file path or an `ARCHIVE:ENTRY` source into the neutral Model."""
+    split = split_source(source)
+    if split is None:
+        return load_model(source, strict=strict, **options)
+    archive, entry = split
+    ext = PurePosixPath(entry.replace("\\", "/")).suffix.lower()
+    name = source_name(archive, entry)
+    if ext not in READERS:
+        raise FormatError(name, "", 0, f"cannot load {ext or 'extensionless'} models from archives "
+                                       f"(known: {', '.join(sorted(READERS))})")
+    data = read_source(source, listfile)
+    module, fn = READERS[ext].split(":")
+    model = getattr(importlib.import_module(module), fn)(data, name, strict=strict, **options)
+    model.location = ModelLocation(archive=archive, entry=entry_name(entry), digest=hashlib.sha256(data).hexdigest())
+    return model

@@ -9,7 +9,7 @@ Modules: `simulation` (the fixed step, the per-renderer cache, the rule recorded
 `params` (emitter tracks sampled together), `buffer` (struct-of-arrays particles), `draw` (the
 frame's effects pass; GL programs live in `renderer.gl.particles`).
 
-Disputed choices are named in `renderer.formats.options` (PRE2_EMISSION_RATE_SCALE, PRE2_SQUIRT,
+Disputed choices are named in `renderer.rules` (PRE2_EMISSION_RATE_SCALE, PRE2_SQUIRT,
 PRE2_ATLAS_END, PRE2_DIRECTION, PREM_ANGLES, PREM_TGA_HALF_SIZE, RIBBON_EMISSION_RATE_SCALE) and
 recorded in every frame's trace through `FX_RULE`.
 """

@@ -16,10 +16,9 @@ that cannot be found or loaded is reported once and not drawn. Child instances d
 (posed from their own first sequence at the particle's age, placed by T(position) . W3 at spawn); a
 child's own emitters are not simulated.
 
-Lighting: particles and ribbons of shaded emitters / layers are lit as a surface facing world +Z
-under the default light (`renderer.gl.model_program`), i.e. multiplied by
-min(ambient + light colour x max(Z . light direction, 0), 1) (1.0 for the documented light);
-Unshaded ones are not.
+Lighting: particles and ribbons of shaded emitters / layers are lit as a surface facing world +Z at
+the origin under the frame's lighting rule (`renderer.rules.LightingRule.factor`; 1.0 for both named
+rules); Unshaded ones are not. PREM child models are drawn under the frame's rule.
 """
 
 from __future__ import annotations
@@ -31,17 +30,13 @@ import numpy as np
 
 from renderer import blending
 from renderer.errors import Diagnostic
-from renderer.formats.options import PREM_TGA_HALF_SIZE
 from renderer.fx import pre2
 from renderer.model import Model, Texture
+from renderer.rules import DEFAULT_LIGHTING, PREM_TGA_HALF_SIZE, lighting_rule
 
 
-def shade_factor() -> float:
-    from renderer.gl.model_program import AMBIENT, LIGHT_COLOR, LIGHT_DIRECTION
-
-    light = np.asarray(LIGHT_DIRECTION, np.float64)
-    d = max(float(light[2] / np.linalg.norm(light)), 0.0)
-    return float(min(AMBIENT[0] + LIGHT_COLOR[0] * d, 1.0))
+def shade_factor(lighting: str = DEFAULT_LIGHTING) -> float:
+    return float(lighting_rule(lighting).factor((0.0, 0.0, 1.0)))
 
 
 class EffectResources:
@@ -65,7 +60,7 @@ class EffectResources:
     def _load(self, key, texture: Texture, where: str) -> int:
         tex = self._textures.get(key)
         if tex is None:
-            from renderer.gl.resources import upload_texture
+            from renderer.gl.resources import upload_loaded
             from renderer.texture_set import load_textures
 
             holder = Model(textures=[texture], path=self.model.path)
@@ -73,7 +68,7 @@ class EffectResources:
             for d in loaded.diagnostics:
                 self.gpu.diagnostics.append(Diagnostic(where, d.offset, d.message))
             t = loaded.textures[0]
-            tex = upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing")
+            tex = upload_loaded(t)
             self._textures[key] = tex
         return tex
 
@@ -167,7 +162,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
     model = gpu.model
     view = camera.view()
     projection = camera.projection(aspect)
-    shaded = shade_factor()
+    shaded = shade_factor(spec.lighting)
     t = sim.t_ms
 
     # 1. PREM child model instances.
@@ -181,7 +176,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
         for m, age in zip(e.instance_matrices(), e.ages_ms(t), strict=True):
             cpose = child.animator.pose(seq, float(age), view)
             cpose = dataclasses.replace(cpose, palettes=[np.einsum("ij,njk->nik", m, p) for p in cpose.palettes])
-            draw_model(child, cpose, camera, aspect, model_program, palette)
+            draw_model(child, cpose, camera, aspect, model_program, palette, spec.lighting)
             stats["children"] += 1
             stats["draws"] += 1
 

@@ -54,10 +54,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.formats.options import PRE2_EMISSION_RATE_SCALE
 from renderer.fx.buffer import EmitterState, ParticleBuffer, integrate_ballistic
 from renderer.fx.params import finite
 from renderer.model import ParticleEmitter2
+from renderer.rules import PRE2_EMISSION_RATE_SCALE
 
 UNSHADED = 0x8000
 SORT_PRIMS_FAR_Z = 0x10000

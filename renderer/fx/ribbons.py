@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.formats.options import RIBBON_EMISSION_RATE_SCALE
 from renderer.fx.params import finite
 from renderer.fx.trail import Trail
 from renderer.model import RibbonEmitter
+from renderer.rules import RIBBON_EMISSION_RATE_SCALE
 
 TAGS = ("KRHA", "KRHB", "KRAL", "KRCO", "KRVS", "KRTX")
 VERTEX_FLOATS = 9  # position 3, rgba 4, uv 2

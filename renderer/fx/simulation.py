@@ -22,8 +22,8 @@ from collections import OrderedDict
 
 import numpy as np
 
+from renderer import rules
 from renderer.anim.tracks import make_clock
-from renderer.formats import options
 from renderer.fx import pre2, prem, ribbons
 from renderer.fx.params import ParamTable
 from renderer.fx.rng import SEED_RULE, generator
@@ -33,8 +33,8 @@ STEP_MS = 20  # 50 steps per simulated second; integer ms so step times are exac
 VIEW_FLAGS = 0x8 | 0x10 | 0x20 | 0x40 | 0x80  # billboarded, locked billboards, camera anchored
 
 FX_RULE = (f"fx-v1: fixed {STEP_MS} ms steps from t=0 (last partial step to t); {SEED_RULE}; "
-           f"PRE2 rate x{options.PRE2_EMISSION_RATE_SCALE:g}; squirt={options.PRE2_SQUIRT}; "
-           f"atlas end {options.PRE2_ATLAS_END}; ribbon rate x{options.RIBBON_EMISSION_RATE_SCALE:g}")
+           f"PRE2 rate x{rules.PRE2_EMISSION_RATE_SCALE:g}; squirt={rules.PRE2_SQUIRT}; "
+           f"atlas end {rules.PRE2_ATLAS_END}; ribbon rate x{rules.RIBBON_EMISSION_RATE_SCALE:g}")
 
 
 def _global_driven(record, tags, global_sequences) -> bool:

@@ -12,8 +12,10 @@ and an alpha). The rules:
 * **Lifetime.** An edge lives `lifespan_s` seconds: it is dropped on the first advance where
   stamp - birth >= lifespan.
 * **Emission.** `rate` edges per second. The accumulator (kept in edge-milliseconds, so integer
-  rates and stamps add exactly) grows by rate x dt, is clamped at `ACCUMULATOR_CLAMP` (2) edges
-  *before* emitting, then one edge is emitted per whole unit: a hitch emits at most 2 edges. An
+  rates and stamps add exactly) grows by rate x dt, is clamped *before* emitting at
+  `ACCUMULATOR_CLAMP` (2) edges plus what the rate owes over min(dt, `BURST_WINDOW_MS`), then one
+  edge is emitted per whole unit. So an advance of at most 20 ms (the fx step) is never clamped and
+  any authored rate is kept, while a hitch emits at most 2 edges more than a 20 ms advance would. An
   advance with `emit=False` (emitter hidden) neither accumulates nor emits. Edges emitted in one
   advance share its stamp and the offered points.
 * **History.** Colour and alpha are stored per edge when it is emitted: animating them later never
@@ -38,6 +40,7 @@ import numpy as np
 
 STALE_MS = 250.0
 ACCUMULATOR_CLAMP = 2.0
+BURST_WINDOW_MS = 20.0  # at least renderer.fx.STEP_MS (tests pin it), so stepped advances never clamp
 
 
 @dataclass
@@ -132,7 +135,8 @@ class Trail:
         self._expire(stamp_ms)
         if not emit or self.rate <= 0.0 or self.lifespan_ms <= 0.0:
             return 0
-        self.accumulator = min(self.accumulator + self.rate * dt_ms, ACCUMULATOR_CLAMP * 1000.0)
+        cap = ACCUMULATOR_CLAMP * 1000.0 + self.rate * min(dt_ms, BURST_WINDOW_MS)
+        self.accumulator = min(self.accumulator + self.rate * dt_ms, cap)
         n = int(self.accumulator // 1000.0)
         if n <= 0:
             return 0

@@ -11,9 +11,11 @@ STRIDE_FLOATS = 14
 
 
 class GeosetBuffers:
-    __slots__ = ("vao", "vbo", "uvbo", "ebo", "count", "nverts", "nsets")
+    """`tangents` (n, 4), for HD materials, go to attribute 5 (absent: (0, 0, 0, 1))."""
 
-    def __init__(self, positions, normals, bones, weights, uv_sets, triangles):
+    __slots__ = ("vao", "vbo", "uvbo", "ebo", "tbo", "count", "nverts", "nsets")
+
+    def __init__(self, positions, normals, bones, weights, uv_sets, triangles, tangents=None):
         from OpenGL import GL
 
         n = len(positions)
@@ -39,6 +41,14 @@ class GeosetBuffers:
         GL.glBufferData(GL.GL_ARRAY_BUFFER, uvs.nbytes, np.ascontiguousarray(uvs), GL.GL_STATIC_DRAW)
         GL.glEnableVertexAttribArray(4)
         GL.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(0))
+        self.tbo = 0
+        if tangents is not None:
+            tan = np.ascontiguousarray(np.asarray(tangents, np.float32).reshape(n, 4))
+            self.tbo = int(GL.glGenBuffers(1))
+            GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.tbo)
+            GL.glBufferData(GL.GL_ARRAY_BUFFER, tan.nbytes, tan, GL.GL_STATIC_DRAW)
+            GL.glEnableVertexAttribArray(5)
+            GL.glVertexAttribPointer(5, 4, GL.GL_FLOAT, GL.GL_FALSE, 16, ctypes.c_void_p(0))
         GL.glBindBuffer(GL.GL_ELEMENT_ARRAY_BUFFER, self.ebo)
         GL.glBufferData(GL.GL_ELEMENT_ARRAY_BUFFER, max(idx.nbytes, 4), idx if len(idx) else np.zeros(1, np.uint32),
                         GL.GL_STATIC_DRAW)
@@ -63,12 +73,18 @@ class GeosetBuffers:
 
         GL.glDeleteVertexArrays(1, [self.vao])
         GL.glDeleteBuffers(3, [self.vbo, self.uvbo, self.ebo])
+        if self.tbo:
+            GL.glDeleteBuffers(1, [self.tbo])
 
 
-def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool, smooth: bool = True) -> int:
+def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool, smooth: bool = True, mipmaps: str = "generate",
+                   levels=()) -> int:
     """An RGBA8 texture; REPEAT on an axis whose wrap flag is set, else CLAMP_TO_EDGE.
 
-    `smooth`: trilinear filtering with mipmaps; otherwise nearest texels (placeholders stay crisp).
+    `smooth`: linear filtering, with mipmaps as `mipmaps` says (renderer.formats.textures.mips):
+    "generate" builds them on the GPU, "stored" uploads `levels` (levels 1.., the max level is the
+    last one), "none" has none (linear minification). Not smooth: nearest texels, no mipmaps
+    (placeholders stay crisp).
     """
     from OpenGL import GL
 
@@ -78,15 +94,29 @@ def upload_texture(rgba: np.ndarray, wrap_s: bool, wrap_t: bool, smooth: bool = 
     GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
     GL.glPixelStorei(GL.GL_UNPACK_ALIGNMENT, 1)
     GL.glTexImage2D(GL.GL_TEXTURE_2D, 0, GL.GL_RGBA8, w, h, 0, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, rgba)
-    if smooth:
+    mipmapped = smooth and (mipmaps == "generate" or (mipmaps == "stored" and len(levels) > 0))
+    if mipmapped and mipmaps == "stored":
+        for k, level in enumerate(levels, start=1):
+            level = np.ascontiguousarray(level, np.uint8)
+            lh, lw = level.shape[:2]
+            GL.glTexImage2D(GL.GL_TEXTURE_2D, k, GL.GL_RGBA8, lw, lh, 0, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, level)
+        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAX_LEVEL, len(levels))
+    elif mipmapped:
         GL.glGenerateMipmap(GL.GL_TEXTURE_2D)
-    minify = GL.GL_LINEAR_MIPMAP_LINEAR if smooth else GL.GL_NEAREST
+    else:
+        GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAX_LEVEL, 0)
+    minify = (GL.GL_LINEAR_MIPMAP_LINEAR if mipmapped else GL.GL_LINEAR) if smooth else GL.GL_NEAREST
     GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MIN_FILTER, minify)
     GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_MAG_FILTER, GL.GL_LINEAR if smooth else GL.GL_NEAREST)
     GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_S, GL.GL_REPEAT if wrap_s else GL.GL_CLAMP_TO_EDGE)
     GL.glTexParameteri(GL.GL_TEXTURE_2D, GL.GL_TEXTURE_WRAP_T, GL.GL_REPEAT if wrap_t else GL.GL_CLAMP_TO_EDGE)
     GL.glBindTexture(GL.GL_TEXTURE_2D, 0)
     return tex
+
+
+def upload_loaded(t) -> int:
+    """Upload a `renderer.texture_set.LoadedTexture` (placeholders unfiltered)."""
+    return upload_texture(t.rgba, t.wrap_s, t.wrap_t, t.source != "missing", t.mipmaps, t.levels)
 
 
 class PaletteBuffer:

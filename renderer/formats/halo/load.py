@@ -5,9 +5,7 @@ See the package docstring (renderer/formats/halo/__init__.py) for the mapping an
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +16,7 @@ from renderer.model import Bone, Extent, Geoset, Layer, Material, Model, Texture
 from . import geometry as G
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .model_tag import LODS, MODEL_FLAGS, PART_FLAGS, PERMUTATION_FLAGS, ModelTag, Part, read_model_tag
-from .shaders import ShaderInfo, flat_color, resolve_shader
+from .shaders import UNKNOWN_SHADER_FLAGS, ShaderInfo, flat_color, resolve_shader
 from .tagfile import EXTENSIONS, TagRoot, find_tag_root, tag_string
 
 BONE_FLAG = 0x100  # the MDX node-type bit for bones
@@ -75,7 +73,7 @@ def read_halo_model(data: bytes, path: str = "<bytes>", strict: bool = False, lo
     """Parse model tag bytes into the neutral Model (see `load_halo_model` for the options)."""
     lod_i = lod_index(lod)
     tag = read_model_tag(data, path)
-    model = Model(version=tag.header.version, path=path, format="halo")
+    model = Model(version=tag.header.version, path=path, format="halo", texture_source=HaloBitmaps())
     model.name = name if name is not None else Path(path).stem
     model.diagnostics.extend(tag.diagnostics)
     b = _Builder(tag, model, path, TagRoot(tag_root) if tag_root is not None else None)
@@ -198,11 +196,12 @@ class _Builder:
         if 0 <= part.shader < len(self.material_of_shader):
             return self.material_of_shader[part.shader]
         self.diag(part.where, part.offset + 4, f"shader index {part.shader} is outside 0..{len(self.tag.shaders) - 1}; "
-                  f"drawn with the fallback material in {flat_color(MISSING_SHADER)}")
+                  f"drawn with the fallback material, two-sided, in {flat_color(MISSING_SHADER)}")
         if self.fallback_material is None:
             tex = self._flat_texture(flat_color(MISSING_SHADER), None)
             self.fallback_material = len(self.model.materials)
-            self.model.materials.append(Material(shader=MISSING_SHADER, layers=[Layer(texture_id=tex)]))
+            self.model.materials.append(Material(shader=MISSING_SHADER, layers=[
+                Layer(texture_id=tex, shading_flags=UNKNOWN_SHADER_FLAGS)]))
         return self.fallback_material
 
     # -- selection -------------------------------------------------------------------------------
@@ -457,11 +456,14 @@ def _tangents(tangent: np.ndarray, binormal: np.ndarray, normal: np.ndarray) -> 
 
 # -- textures for the renderer ---------------------------------------------------------------------
 
-@lru_cache(maxsize=32)
-def _decode_file(file: str, size: int, mtime_ns: int) -> np.ndarray:
-    img = decode_bitmap_tag(Path(file).read_bytes(), file)
-    img.setflags(write=False)
-    return img
+def _decode_file(file: str) -> np.ndarray:
+    """The decoded top mip level of a bitmap tag file, through the per-process digest-keyed cache."""
+    import hashlib
+
+    from renderer.assets.cache import DECODED
+
+    data = Path(file).read_bytes()
+    return DECODED.get(hashlib.sha256(data).hexdigest(), data, file, decode_bitmap_tag, "halo bitmap")
 
 
 def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
@@ -478,8 +480,7 @@ def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
     t = textures[texture_index]
     if t.get("file"):
         try:
-            st = os.stat(t["file"])
-            return _decode_file(t["file"], st.st_size, st.st_mtime_ns)
+            return _decode_file(t["file"])
         except OSError as e:
             problem = f"cannot read: {e.strerror or e}"
         except FormatError as e:
@@ -491,3 +492,53 @@ def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
         t["file"] = None
     color = t.get("flat_color") or [128, 128, 128, 255]
     return np.array(color, np.uint8).reshape(1, 1, 4)
+
+
+class HaloBitmaps:
+    """`Model.texture_source` of a Halo model: its textures are the bitmap tags the loader found
+    under the tag root (decoded through the digest cache), or flat colours. Records, in the
+    renderer's asset search, each shader and bitmap tag the model uses (found: path and sha256;
+    missing: what was asked and the tag root looked in)."""
+
+    def __init__(self):
+        self._recorded: set[int] = set()
+
+    def _record_shaders(self, model: Model, search) -> None:
+        root = model.info.get("tag_root")
+        for s in model.info.get("shaders", ()):
+            self._note(search, "halo shader", s.get("path", ""), s.get("file"), root)
+
+    @staticmethod
+    def _note(search, kind: str, asked: str, file: str | None, root: str | None):
+        """The Asset found (recorded), or None (recorded as missing)."""
+        if file:
+            try:
+                data = Path(file).read_bytes()
+            except OSError as e:
+                search.note_missing(kind, asked, f"cannot be read: {e.strerror or e}", [file])
+                return None
+            return search.note_found(kind, asked, file, data)
+        search.note_missing(kind, asked, "was not found under the tag root" if root else "has no tag root",
+                            [root] if root else [])
+        return None
+
+    def image(self, model: Model, texture_index: int, search) -> np.ndarray | None:
+        from renderer.assets.cache import DECODED
+
+        if id(search) not in self._recorded:
+            self._recorded.add(id(search))
+            self._record_shaders(model, search)
+        textures = model.info.get("textures") or []
+        if not 0 <= texture_index < len(textures):
+            return None
+        t = textures[texture_index]
+        if t.get("file") and t.get("path"):
+            asset = self._note(search, "halo bitmap", t["path"], t["file"], model.info.get("tag_root"))
+            if asset is not None:
+                try:
+                    return DECODED.get(asset.sha256, asset.data, t["file"], decode_bitmap_tag, "halo bitmap")
+                except FormatError as e:
+                    model.diagnostics.append(Diagnostic(f"textures[{texture_index}]", None,
+                                                        f"base map {t['file']}: {e}; drawn in its flat colour"))
+        color = t.get("flat_color") or list(flat_color(t.get("path", "")))
+        return np.array(color, np.uint8).reshape(1, 1, 4)

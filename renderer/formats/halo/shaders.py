@@ -16,10 +16,13 @@ shader class starts with the 40-byte Shader struct: u16 flags at 0, bit2 'transp
   u/v offset at 12/16, bitmap reference at 28.
 
 Every other shader class, and any shader tag that is missing, unreadable or has no base map, gets a
-flat colour (`flat_color`) and a diagnostic; a shader that could not be read is drawn opaque
-(filter mode 0, no layer flags).
+flat colour (`flat_color`) and a diagnostic. A shader that could not be read (missing, unsupported
+class, unreadable, bad) is unknown: it is drawn opaque and two-sided (filter mode 0, layer flag
+TwoSided, `UNKNOWN_SHADER_FLAGS`; culling would hide faces the real shader may show), and its
+diagnostic says so. A shader that was read keeps its own flags (two sided, alpha tested), also when
+it has no base map.
 
-Layer filter modes (renderer.formats.options.LAYER_FILTER_MODES):
+Layer filter modes (renderer.rules.LAYER_FILTER_MODES):
 
 | Halo | filter mode |
 |---|---|
@@ -55,6 +58,8 @@ BLEND_FILTER_MODES = (2, 5, 6, 3, 5, 5, 3, 4)
 FIRST_MAP_TYPES = ("2d map", "reflection cube map", "object centered cube map", "viewer centered cube map")
 FILTER_NONE, FILTER_TRANSPARENT = 0, 1
 LAYER_UNSHADED, LAYER_TWO_SIDED = 0x1, 0x10
+UNKNOWN_SHADER_FLAGS = LAYER_TWO_SIDED
+UNKNOWN_SHADER_DRAWN = "drawn two-sided in its flat colour"
 
 SHADER_MODEL_SIZE = 440
 TRANSPARENT_SIZE = 108
@@ -82,7 +87,7 @@ class ShaderInfo:
     base_map: str = ""  # bitmap tag path of the base/first map (no extension), "" when none
     filter_mode: int = FILTER_NONE
     blend: str = "opaque"
-    shading_flags: int = 0
+    shading_flags: int = UNKNOWN_SHADER_FLAGS  # until the tag is read
     map_scale: tuple = (1.0, 1.0)
     map_offset: tuple = (0.0, 0.0)
     wrap: tuple = (True, True)
@@ -95,6 +100,7 @@ class ShaderInfo:
         return {
             "class": self.tag_class, "path": self.path, "file": self.file, "kind": self.kind,
             "resolved": self.resolved, "base_map": self.base_map, "blend": self.blend,
+            "two_sided": bool(self.shading_flags & LAYER_TWO_SIDED),
             "filter_mode": self.filter_mode, "map_scale": list(self.map_scale), "map_offset": list(self.map_offset),
             "wrap": list(self.wrap), "first_map_type": self.first_map_type, "flat_color": list(self.flat_color),
         }
@@ -176,15 +182,15 @@ def resolve_shader(root: TagRoot | None, cls: bytes, tag_path: str, where: str) 
     info.kind = ext[1:] if ext else f"unknown class {info.tag_class!r}"
     if root is None:
         info.notes.append(Diagnostic(where, None, f"shader {tag_path!r}: no tag root (no folder named 'tags' above "
-                                     "the model and no tag_root option); drawn in its flat colour"))
+                                     f"the model and no tag_root option); {UNKNOWN_SHADER_DRAWN}"))
         return info
     if cls not in SUPPORTED:
         info.notes.append(Diagnostic(where, None, f"shader {tag_path!r} is a {info.kind} ({info.tag_class!r}), which "
-                                     "is not read; drawn in its flat colour"))
+                                     f"is not read; {UNKNOWN_SHADER_DRAWN}"))
         return info
     found, why = root.find(tag_path, ext)
     if found is None:
-        info.notes.append(Diagnostic(where, None, f"shader {why}; drawn in its flat colour"))
+        info.notes.append(Diagnostic(where, None, f"shader {why}; {UNKNOWN_SHADER_DRAWN}"))
         return info
     info.file = str(found)
     try:
@@ -195,11 +201,11 @@ def resolve_shader(root: TagRoot | None, cls: bytes, tag_path: str, where: str) 
             read_shader_transparent(data, str(found), info, cls)
     except OSError as e:
         info.notes.append(Diagnostic(where, None, f"shader {found}: cannot read: {e.strerror or e}; "
-                                     "drawn in its flat colour"))
+                                     f"{UNKNOWN_SHADER_DRAWN}"))
         return info
     except FormatError as e:
         clean = ShaderInfo(info.tag_class, tag_path, file=info.file, kind=info.kind, flat_color=info.flat_color)
-        clean.notes.append(Diagnostic(where, None, f"shader tag is bad ({e}); drawn in its flat colour"))
+        clean.notes.append(Diagnostic(where, None, f"shader tag is bad ({e}); {UNKNOWN_SHADER_DRAWN}"))
         return clean
     info.resolved = True
     return info

@@ -199,30 +199,15 @@ def path_refusal(tag_path: str) -> str | None:
 
 
 class TagRoot:
-    """Case-insensitive lookup of tag paths under one tag root; never outside it."""
+    """Case-insensitive lookup of tag paths under one tag root; never outside it. The matching is
+    the asset search's (`renderer.assets.stores.FolderStore`): exact case first, then sorted."""
 
     def __init__(self, root: Path):
-        self.root = Path(root)
-        self._listings: dict[str, dict[str, list[str]]] = {}
-        try:
-            self._real = self.root.resolve(strict=True)
-        except (OSError, RuntimeError):
-            self._real = None
+        from renderer.assets.stores import FolderStore
 
-    def _listing(self, directory: Path) -> dict[str, list[str]]:
-        key = os.fspath(directory)
-        if key not in self._listings:
-            index: dict[str, list[str]] = {}
-            try:
-                with os.scandir(directory) as entries:
-                    for entry in entries:
-                        index.setdefault(entry.name.lower(), []).append(entry.name)
-            except OSError:
-                pass
-            for names in index.values():
-                names.sort()
-            self._listings[key] = index
-        return self._listings[key]
+        self.root = Path(root)
+        self._store = FolderStore(self.root)
+        self._real = self._store.real
 
     def find(self, tag_path: str, extension: str) -> tuple[Path | None, str]:
         """The file for `tag_path` + `extension` under the root, or None and why not."""
@@ -232,24 +217,7 @@ class TagRoot:
         if self._real is None:
             return None, f"tag root {self.root} is not a folder"
         parts = [p for p in _SEPARATORS.split(tag_path + extension) if p not in ("", ".")]
-        frontier = [self.root]
-        for depth, part in enumerate(parts):
-            last = depth == len(parts) - 1
-            following = []
-            for directory in frontier:
-                names = sorted(self._listing(directory).get(part.lower(), []), key=lambda n: n != part)
-                for name in names:
-                    candidate = directory / name
-                    if last:
-                        if candidate.is_file() and self._inside(candidate):
-                            return candidate, ""
-                    elif candidate.is_dir():
-                        following.append(candidate)
-            frontier = following
+        hit = self._store.find((), parts, [], [self._real])
+        if hit is not None:
+            return Path(hit[0]), ""
         return None, f"{tag_path + extension!r} not found under the tag root {self.root}"
-
-    def _inside(self, candidate: Path) -> bool:
-        try:
-            return candidate.resolve(strict=True).is_relative_to(self._real)
-        except (OSError, RuntimeError):
-            return False

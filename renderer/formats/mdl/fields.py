@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from renderer.formats import options
+from renderer import rules
 from renderer.model import Track, key_dtype
 
 from .text import Out, fmt_float, ivec, same_bits, vec
@@ -36,9 +36,9 @@ from .tracks import read_track, write_track
 
 NODE_TRACK_TAGS = frozenset({"KGTR", "KGRT", "KGSC"})
 DONT_INHERIT = (
-    ("Translation", options.NODE_FLAG_DONT_INHERIT_TRANSLATION),
-    ("Rotation", options.NODE_FLAG_DONT_INHERIT_ROTATION),
-    ("Scaling", options.NODE_FLAG_DONT_INHERIT_SCALING),
+    ("Translation", rules.NODE_FLAG_DONT_INHERIT_TRANSLATION),
+    ("Rotation", rules.NODE_FLAG_DONT_INHERIT_ROTATION),
+    ("Scaling", rules.NODE_FLAG_DONT_INHERIT_SCALING),
 )
 NODE_FLAG_WORDS = (
     ("Billboarded", 0x8),
@@ -339,11 +339,11 @@ def read_value(p: Parser, f: Field):
         if t in LAYER_FILTERS:
             p.i += 1
             return LAYER_FILTERS[t]
-        return p.u32(f"a filter mode ({', '.join(options.LAYER_FILTER_MODES)} or a number)")
+        return p.u32(f"a filter mode ({', '.join(rules.LAYER_FILTER_MODES)} or a number)")
     raise AssertionError(k)
 
 
-LAYER_FILTERS = {w: i for i, w in enumerate(options.LAYER_FILTER_MODES)}
+LAYER_FILTERS = {w: i for i, w in enumerate(rules.LAYER_FILTER_MODES)}
 
 
 def check_size(p: Parser, s: str, size: int, what: str, at: int | None = None) -> None:
@@ -381,7 +381,7 @@ def write_value(out: Out, f: Field, v) -> str:
     if k == "u32none":
         return "None" if v in (-1, 0xFFFFFFFF) else str(int(v))
     if k == "filter":
-        return options.LAYER_FILTER_MODES[v] if 0 <= v < len(options.LAYER_FILTER_MODES) else str(int(v))
+        return rules.LAYER_FILTER_MODES[v] if 0 <= v < len(rules.LAYER_FILTER_MODES) else str(int(v))
     raise AssertionError(k)
 
 

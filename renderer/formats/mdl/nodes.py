@@ -35,14 +35,14 @@ properties, by block:
     Camera "name" { Position { .. }, Translation (KCTR), Rotation (KCRL, roll), FieldOfView,
         FarClip, NearClip, Target { Position { .. }, Translation (KTTR) } }
 
-Colours are written in the component order of the MDX bytes (options.GEOA_COLOR_BGR).
+Colours are written in the component order of the MDX bytes (see rules.GEOA_STATIC_COLOR_BGR).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from renderer.formats import options
+from renderer import rules
 from renderer.model import (
     Attachment,
     Bone,
@@ -61,7 +61,7 @@ from .fields import Enum, Field, Spec, State, read_named, write_record
 from .text import Out, vec
 from .tokens import I32_MIN, Parser
 
-LENGTH, WIDTH = (name.capitalize() for name in options.PRE2_FIELD_NAMES)  # N+24, N+28
+LENGTH, WIDTH = (name.capitalize() for name in rules.PRE2_FIELD_NAMES)  # N+24, N+28
 
 
 def _vis(tag: str) -> Field:
@@ -172,7 +172,7 @@ PARTICLE_EMITTER2 = Spec(
     flag_words=(("Unshaded", 0x8000), ("SortPrimsFarZ", 0x10000), ("LineEmitter", 0x20000), ("Unfogged", 0x40000),
                 ("ModelSpace", 0x80000), ("XYQuad", 0x100000)),
     enums=(
-        Enum("filter_mode", dict(enumerate(options.PRE2_FILTER_MODES)), "FilterMode"),
+        Enum("filter_mode", dict(enumerate(rules.PRE2_FILTER_MODES)), "FilterMode"),
         Enum("head_or_tail", {0: "Head", 1: "Tail", 2: "Both"}, "HeadOrTail"),
         Enum("squirt", {1: "Squirt"}, "Squirt", write_default=False, optional_number=True),
     ),

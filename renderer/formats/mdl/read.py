@@ -37,10 +37,16 @@ def load_mdl(path: str | Path, strict: bool = False, check_indices: bool = True,
         data = path.read_bytes()
     except OSError as e:
         raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
+    return read_mdl_bytes(data, str(path), strict=strict, check_indices=check_indices)
+
+
+def read_mdl_bytes(data: bytes, path: str = "<bytes>", strict: bool = False, check_indices: bool = True,
+                   **_options) -> Model:
+    """Parse MDL file bytes (UTF-8, an optional BOM; undecodable bytes kept as surrogates)."""
     text = data.decode("utf-8", "surrogateescape")
     if text.startswith("\ufeff"):
         text = text[1:]
-    return read_mdl(text, str(path), strict=strict, check_indices=check_indices)
+    return read_mdl(text, path, strict=strict, check_indices=check_indices)
 
 
 def read_mdl(text: str, path: str = "<text>", strict: bool = False, check_indices: bool = True) -> Model:

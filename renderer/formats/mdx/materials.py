@@ -2,7 +2,7 @@
 
 800: material 12 B + layers of 28 B. 900/1000: material adds an 80-byte shader name; layers add
 emissiveGain (900+) and fresnel colour/opacity/team colour (1000+; for 900 see
-options.FRESNEL_IN_V900). 1100+: no shader name; layers add shaderTypeId and a list of
+rules.FRESNEL_IN_V900). 1100+: no shader name; layers add shaderTypeId and a list of
 (textureId, slot, optional KMTF) texture slots.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from renderer.formats import options
+from renderer import rules
 from renderer.model import Layer, Material, TextureSlot
 
 from .binary import Reader, append_sized, encode_fixed, fixed_string
@@ -65,9 +65,9 @@ def read_layer(r: Reader, version: int) -> Layer:
 def _has_fresnel(lr: Reader, version: int) -> bool:
     if version >= 1000:
         return True
-    if options.FRESNEL_IN_V900 == "auto":
+    if rules.FRESNEL_IN_V900 == "auto":
         return lr.remaining >= FRESNEL.size and lr.peek_tag() not in LAYER_TRACKS
-    return bool(options.FRESNEL_IN_V900)
+    return bool(rules.FRESNEL_IN_V900)
 
 
 def write_material(mat: Material, version: int, out: list) -> None:

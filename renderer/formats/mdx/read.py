@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from renderer import rules
 from renderer.errors import Diagnostic, FormatError
-from renderer.formats import options
 from renderer.model import TRACK_TYPES, Model
 
 from . import layouts as L
@@ -65,9 +65,9 @@ def read_mdx(data: bytes, path: str = "<bytes>", strict: bool = False, check_ind
         if tag == "VERS":
             model.version = cr.u32("version")
             version_seen = True
-            if model.version > options.NEWEST_KNOWN_VERSION:
+            if model.version > rules.NEWEST_KNOWN_VERSION:
                 ctx.diag(f"chunk {tag}", at + 8,
-                         f"version {model.version} is newer than {options.NEWEST_KNOWN_VERSION}; "
+                         f"version {model.version} is newer than {rules.NEWEST_KNOWN_VERSION}; "
                          "loading what is known and keeping the rest as raw bytes")
             model.layout.append((tag, 1))
             _expect_consumed(cr, tag)
@@ -86,7 +86,7 @@ def read_mdx(data: bytes, path: str = "<bytes>", strict: bool = False, check_ind
             ctx.diag(f"chunk {tag}", at, f"unknown chunk {tag!r} ({size} bytes) kept as raw bytes")
             ctx.keep_raw(tag, cr)
             continue
-        if model.version > options.NEWEST_KNOWN_VERSION:
+        if model.version > rules.NEWEST_KNOWN_VERSION:
             try:
                 count = _read_chunk(ctx, tag, cr)
             except FormatError as e:
@@ -108,7 +108,7 @@ def read_mdx(data: bytes, path: str = "<bytes>", strict: bool = False, check_ind
         if obj.extra:
             ctx.diag(spec, None, f"{len(obj.extra)} bytes past the known fields kept as raw bytes")
     for i, e in enumerate(model.particle_emitters2):
-        if not 0 <= e.filter_mode < len(options.PRE2_FILTER_MODES):
+        if not 0 <= e.filter_mode < len(rules.PRE2_FILTER_MODES):
             ctx.diag(f"chunk PRE2 particle emitter 2 {i} ({e.name!r})", None,
                      f"invalid filter mode {e.filter_mode}; drawn as Blend")
     if strict and model.diagnostics:

@@ -6,10 +6,12 @@ png, tga) registers itself when imported below, so adding a format is adding a m
 """
 
 from renderer.formats.textures import blp, dds, png, tga  # noqa: F401  (each registers itself)
+from renderer.formats.textures.mips import MipChain
 from renderer.formats.textures.reader import MAX_DIMENSION, MAX_PIXELS
 from renderer.formats.textures.registry import (
     TextureFormat,
     decode_texture,
+    decode_texture_chain,
     register_format,
     registered_formats,
 )
@@ -24,10 +26,12 @@ from renderer.formats.textures.team import (
 __all__ = [
     "MAX_DIMENSION",
     "MAX_PIXELS",
+    "MipChain",
     "TEAM_COLORS",
     "TextureFormat",
     "TextureResolver",
     "decode_texture",
+    "decode_texture_chain",
     "register_format",
     "registered_formats",
     "team_color",

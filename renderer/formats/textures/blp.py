@@ -1,4 +1,5 @@
-"""BLP1 (Warcraft III) and BLP2 (World of Warcraft) textures: the top mip level as RGBA.
+"""BLP1 (Warcraft III) and BLP2 (World of Warcraft) textures: the top mip level as RGBA, and the
+stored mip chain (`decode_blp_chain`, rules in `mips`).
 
 Header layouts (little-endian):
 
@@ -18,6 +19,12 @@ With alphaBits 0 the image is opaque; any other alphaBits value keeps the JPEG's
 The JPEG frame must have exactly the header's size (so a corrupt frame cannot make us decode a
 huge image). A 3-component JPEG (not written by Blizzard's tools) is taken as B, G, R after
 Pillow's YCbCr conversion, and a greyscale one as grey; both are opaque. These two are guesses.
+
+Mip levels: the file stores as many levels as leading slots with a non-zero offset and size (none
+past the first when hasMipmaps is 0). Level k is decoded like level 0 at max(1, w >> k) x
+max(1, h >> k) (JPEG levels share the header). The chain is used when it has more than one level,
+no two slots share an offset ("fake" mipmaps) and both sides are powers of two; otherwise level 0
+is drawn without mipmapping (`mips.NONE`), as the viewer does.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import numpy as np
 from PIL import Image
 
 from renderer.errors import FormatError
+from renderer.formats.textures import mips
 from renderer.formats.textures.paletted import decode_paletted, read_palette
 from renderer.formats.textures.pillow_bridge import BC1, BC2, BC3, decode_blocks, pillow_errors
 from renderer.formats.textures.reader import TextureBytes
@@ -44,20 +52,35 @@ def _accept(head: bytes, name: str) -> bool:
     return head[:4] in (b"BLP0", b"BLP1", b"BLP2")
 
 
-def _mip0(tb: TextureBytes, table: int) -> tuple[int, int]:
-    """Offset and size of the top mip level from the two 16-entry tables starting at `table`."""
-    return tb.u32(table, "mip 0 offset"), tb.u32(table + 64, "mip 0 size")
+def _mip(tb: TextureBytes, table: int, level: int = 0) -> tuple[int, int]:
+    """Offset and size of mip `level` from the two 16-entry tables starting at `table`."""
+    return tb.u32(table + 4 * level, f"mip {level} offset"), tb.u32(table + 64 + 4 * level, f"mip {level} size")
+
+
+def _stored_levels(tb: TextureBytes, table: int, has_mips: bool) -> tuple[int, bool]:
+    """(levels the file stores, whether two slots share an offset)."""
+    if not has_mips:
+        return 1, False
+    count = 0
+    for k in range(16):
+        offset, size = _mip(tb, table, k)
+        if offset == 0 or size == 0:
+            break
+        count += 1
+    offsets = [_mip(tb, table, k)[0] for k in range(16)]
+    used = [o for o in offsets if o > 0]
+    return max(count, 1), len(set(used)) != len(used)
 
 
 def _decode_blp1_jpeg(
-    tb: TextureBytes, width: int, height: int, alpha_bits: int, mip_offset: int, mip_size: int
+    tb: TextureBytes, width: int, height: int, alpha_bits: int, mip_offset: int, mip_size: int, level: int = 0
 ) -> np.ndarray:
     header_size = tb.u32(BLP1_JPEG_HEADER_SIZE, "JPEG header size")
     header = tb.take(BLP1_JPEG_HEADER, header_size, "shared JPEG header")
     if mip_size == 0:
-        raise tb.error("mip 0 size", 92, "top mip level has size 0")
-    body = tb.take(mip_offset, mip_size, "mip 0 JPEG data")
-    field = "mip 0 JPEG data"
+        raise tb.error(f"mip {level} size", 92 + 4 * level, f"mip level {level} has size 0")
+    body = tb.take(mip_offset, mip_size, f"mip {level} JPEG data")
+    field = f"mip {level} JPEG data"
     with pillow_errors(tb, field, mip_offset, "JPEG decoder"):
         with Image.open(BytesIO(header + body), formats=["JPEG"]) as jpeg:
             if jpeg.size != (width, height):
@@ -80,41 +103,43 @@ def _decode_blp1_jpeg(
     return out
 
 
-def _decode_blp1(tb: TextureBytes) -> np.ndarray:
+def _decode_blp1(tb: TextureBytes, level: int = 0) -> np.ndarray:
     content, alpha_bits, width, height = tb.unpack("<4I", 4, "header")
     tb.check_dimensions(width, height, "width/height", 12)
-    mip_offset, mip_size = _mip0(tb, 28)
+    width, height = mips.level_size(width, height, level)
+    mip_offset, mip_size = _mip(tb, 28, level)
     if content == 0:
-        return _decode_blp1_jpeg(tb, width, height, alpha_bits, mip_offset, mip_size)
+        return _decode_blp1_jpeg(tb, width, height, alpha_bits, mip_offset, mip_size, level)
     if content == 1:
         palette = read_palette(tb, BLP1_PALETTE, "palette")
-        return decode_paletted(tb, mip_offset, width, height, palette, alpha_bits, "mip 0 paletted data")
+        return decode_paletted(tb, mip_offset, width, height, palette, alpha_bits, f"mip {level} paletted data")
     raise tb.error("content", 4, f"content {content} is neither 0 (JPEG) nor 1 (paletted)")
 
 
-def _decode_blp2(tb: TextureBytes) -> np.ndarray:
+def _decode_blp2(tb: TextureBytes, level: int = 0) -> np.ndarray:
     kind = tb.u32(4, "type")
     encoding, alpha_depth, alpha_encoding = tb.unpack("<3B", 8, "encoding")
     width, height = tb.unpack("<2I", 12, "width/height")
     tb.check_dimensions(width, height, "width/height", 12)
-    mip_offset, _ = _mip0(tb, 20)
+    width, height = mips.level_size(width, height, level)
+    mip_offset, _ = _mip(tb, 20, level)
     if kind != 1:
         raise tb.error("type", 4, f"type {kind} is not supported (only 1, direct pixels)")
     if encoding == 1:
         palette = read_palette(tb, BLP2_PALETTE, "palette")
-        return decode_paletted(tb, mip_offset, width, height, palette, alpha_depth, "mip 0 paletted data")
+        return decode_paletted(tb, mip_offset, width, height, palette, alpha_depth, f"mip {level} paletted data")
     if encoding == 2:
         fmt = BLP2_DXT.get(alpha_encoding)
         if fmt is None:
             raise tb.error(
                 "alpha encoding", 10, f"DXT alpha encoding {alpha_encoding} is not 0 (DXT1), 1 (DXT3) or 7 (DXT5)"
             )
-        out = decode_blocks(tb, mip_offset, width, height, fmt, "mip 0 DXT data")
+        out = decode_blocks(tb, mip_offset, width, height, fmt, f"mip {level} DXT data")
         if fmt is BC1 and alpha_depth == 0:  # opaque DXT1: the 3-colour "transparent" index is black
             out[..., 3] = 255
         return out
     if encoding == 3:
-        bgra = tb.take(mip_offset, width * height * 4, "mip 0 BGRA data")
+        bgra = tb.take(mip_offset, width * height * 4, f"mip {level} BGRA data")
         out = np.frombuffer(bgra, dtype=np.uint8).reshape(height, width, 4)[..., [2, 1, 0, 3]]
         if alpha_depth == 0:
             out[..., 3] = 255
@@ -131,4 +156,21 @@ def decode_blp(data: bytes, name: str) -> np.ndarray:
     raise FormatError(name, "BLP0 header", 0, "BLP0 keeps its mip levels in separate files; not supported")
 
 
-register_format(TextureFormat("BLP", _accept, decode_blp))
+def decode_blp_chain(data: bytes, name: str) -> mips.MipChain:
+    """Level 0 and the stored levels the renderer uploads (see the module docstring)."""
+    magic = data[:4]
+    if magic not in (b"BLP1", b"BLP2"):
+        return mips.MipChain((decode_blp(data, name),), mips.NONE)
+    blp1 = magic == b"BLP1"
+    tb = TextureBytes(data, name, "BLP1" if blp1 else "BLP2")
+    decode = _decode_blp1 if blp1 else _decode_blp2
+    top = decode(tb)
+    has_mips = tb.u32(24, "hasMipmaps") != 0 if blp1 else tb.u8(11, "hasMips") != 0
+    count, fake = _stored_levels(tb, 28 if blp1 else 20, has_mips)
+    h, w = top.shape[:2]
+    if count <= 1 or fake or not (mips.is_power_of_two(w) and mips.is_power_of_two(h)):
+        return mips.MipChain((top,), mips.NONE)
+    return mips.stored_chain(top, count, lambda k: decode(tb, k))
+
+
+register_format(TextureFormat("BLP", _accept, decode_blp, decode_chain=decode_blp_chain))

@@ -14,12 +14,18 @@ One-channel BC4 decodes to grey (R = G = B), two-channel BC5/ATI2 to (R, G, 0); 
 and DXT4 are decoded as DXT3 and DXT5 without un-premultiplying; sRGB formats are returned as
 stored (no gamma conversion); BC6H comes back as Pillow's 8-bit RGB. Rows of uncompressed data
 are tightly packed, as the DDS specification computes the pitch; the header's pitch is ignored.
+
+Mip levels (`decode_dds_chain`, rules in `mips`): the header's mip count (0 counts as 1) levels of the
+first face follow one another, level k at max(1, w >> k) x max(1, h >> k). More than one level: the
+stored chain is uploaded (the viewer uploads a DDS's levels whatever its sides); one level: no
+mipmapping.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from renderer.formats.textures import mips
 from renderer.formats.textures import pillow_bridge as bc
 from renderer.formats.textures.channel_masks import ChannelMasks, decode_masked
 from renderer.formats.textures.reader import TextureBytes
@@ -105,8 +111,8 @@ def _pixel_layout(tb: TextureBytes) -> tuple[bc.BlockFormat | ChannelMasks, int]
     raise tb.error("pixel format flags", 80, f"flags {flags:#x} name no supported layout")
 
 
-def decode_dds(data: bytes, name: str) -> np.ndarray:
-    tb = TextureBytes(data, name, "DDS")
+def _header(tb: TextureBytes) -> tuple[int, int, bc.BlockFormat | ChannelMasks, int]:
+    """(width, height, pixel layout, offset of the top level's data), checked."""
     tb.need(0, DATA, "header")
     size = tb.u32(4, "header size")
     if size != HEADER_SIZE:
@@ -114,10 +120,37 @@ def decode_dds(data: bytes, name: str) -> np.ndarray:
     height, width = tb.unpack("<2I", 12, "height/width")
     tb.check_dimensions(width, height, "height/width", 12)
     layout, offset = _pixel_layout(tb)
-    field = "top mip level"
+    return width, height, layout, offset
+
+
+def _decode_level(tb: TextureBytes, layout, offset: int, width: int, height: int, field: str) -> np.ndarray:
     if isinstance(layout, bc.BlockFormat):
         return bc.decode_blocks(tb, offset, width, height, layout, field)
     return decode_masked(tb, offset, width, height, layout, field)
 
 
-register_format(TextureFormat("DDS", _accept, decode_dds))
+def decode_dds(data: bytes, name: str) -> np.ndarray:
+    tb = TextureBytes(data, name, "DDS")
+    width, height, layout, offset = _header(tb)
+    return _decode_level(tb, layout, offset, width, height, "top mip level")
+
+
+def decode_dds_chain(data: bytes, name: str) -> mips.MipChain:
+    tb = TextureBytes(data, name, "DDS")
+    width, height, layout, offset = _header(tb)
+    top = _decode_level(tb, layout, offset, width, height, "top mip level")
+    count = max(tb.u32(28, "mip count"), 1)
+    if count <= 1:
+        return mips.MipChain((top,), mips.NONE)
+    starts = [offset]
+    for k in range(1, count):
+        starts.append(starts[-1] + layout.data_size(*mips.level_size(width, height, k - 1)))
+
+    def level(k: int) -> np.ndarray:
+        w, h = mips.level_size(width, height, k)
+        return _decode_level(tb, layout, starts[k], w, h, f"mip level {k}")
+
+    return mips.stored_chain(top, min(count, mips.full_chain_length(width, height)), level)
+
+
+register_format(TextureFormat("DDS", _accept, decode_dds, decode_chain=decode_dds_chain))

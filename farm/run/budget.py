@@ -1,0 +1,97 @@
+"""Budgets a worker process enforces while a batch runs: wall time per frame, and memory.
+
+A hostile model can still make a frame explode (a huge count that passes every check, a
+pathological pose). The batch must not take the job with it: the frame fails with a sentence that
+names the budget, and the batch goes on.
+
+- Time: `frame_deadline(seconds)` arms SIGALRM around one frame; when it fires, `FrameTimeout`
+  is raised in the rendering code at the next Python instruction. Code stuck inside one C call
+  (a driver) is not interrupted; the runner's hard limit (Celery's time limit, the local pool's
+  batch watchdog in farm.run.local) kills such a process, and the delivery count fails the batch.
+- Memory: `limit_memory(mib)` sets RLIMIT_DATA on the worker process (private writable memory:
+  the heap and anonymous mappings, which is where numpy arrays live; the GL libraries' shared
+  mappings do not count), so an allocation beyond it raises MemoryError inside the frame, which
+  fails that frame with the budget named.
+
+Both are read from the environment by `Budgets.from_env` (FARM_FRAME_TIME_LIMIT seconds, default
+120; FARM_MEMORY_LIMIT_MB MiB per process, default 4096; 0 turns either off), in every worker
+process of both runners.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from farm.settings import env_int
+
+__all__ = ["Budgets", "FrameTimeout", "frame_deadline", "limit_memory", "over_budget"]
+
+DEFAULT_FRAME_SECONDS = 120
+DEFAULT_MEMORY_MIB = 4096
+
+
+class FrameTimeout(Exception):
+    """A frame ran past the frame time limit (raised by the SIGALRM handler)."""
+
+
+@dataclass(frozen=True)
+class Budgets:
+    frame_seconds: int = DEFAULT_FRAME_SECONDS  # 0: no limit
+    memory_mib: int = DEFAULT_MEMORY_MIB  # 0: no limit
+
+    @classmethod
+    def from_env(cls, environ=None) -> Budgets:
+        return cls(env_int("FARM_FRAME_TIME_LIMIT", DEFAULT_FRAME_SECONDS, environ),
+                   env_int("FARM_MEMORY_LIMIT_MB", DEFAULT_MEMORY_MIB, environ))
+
+
+def _on_alarm(signum, frame):
+    raise FrameTimeout()
+
+
+@contextlib.contextmanager
+def frame_deadline(seconds: float) -> Iterator[None]:
+    """Raise FrameTimeout in this block after `seconds` (no-op for 0, or off the main thread)."""
+    if not seconds or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, float(seconds))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def limit_memory(mib: int) -> int | None:
+    """Cap this process's private writable memory at `mib` MiB (RLIMIT_DATA); returns the cap in
+    bytes, or None when there is none (0, or the system refuses)."""
+    if not mib:
+        return None
+    cap = int(mib) * 1024 * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    except (ValueError, OSError):
+        return None
+    return cap
+
+
+def over_budget(e: BaseException, budgets: Budgets) -> str | None:
+    """The sentence for an exception that means a budget ran out, else None."""
+    if isinstance(e, FrameTimeout):
+        return (f"the frame took longer than the frame time limit of {budgets.frame_seconds} s"
+                f" (FARM_FRAME_TIME_LIMIT)")
+    if isinstance(e, MemoryError):
+        detail = f": {e}" if str(e) else ""
+        return (f"the frame needed more memory than the limit of {budgets.memory_mib} MiB per worker process"
+                f" (FARM_MEMORY_LIMIT_MB){detail}")
+    return None

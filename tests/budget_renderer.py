@@ -1,0 +1,33 @@
+"""A renderer for the budget tests (FARM_RENDERER=budget_renderer:factory): the real GL renderer,
+except for models named slow.* (a Python loop that never ends), stuck.* (a call that SIGALRM cannot
+interrupt) and hog.* (an 8 GiB array)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from renderer.frame import Renderer
+
+
+class BudgetRenderer(Renderer):
+    def render(self, model, spec, model_digest=None):
+        stem = Path(model.path or "").stem
+        if stem == "slow":
+            n = 0
+            while True:  # stands for a pose or simulation that explodes
+                n += 1
+        if stem == "stuck":  # stuck inside one call that signals cannot interrupt (a driver, say)
+            import signal
+            import time
+
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+            time.sleep(3600)
+        if stem == "hog":
+            np.ones(8 << 30, np.uint8)
+        return super().render(model, spec, model_digest)
+
+
+def factory():
+    return BudgetRenderer("auto")
