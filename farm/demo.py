@@ -25,7 +25,6 @@ from renderer.samples import write_samples
 __all__ = ["GOLDENS", "run_demo"]
 
 
-
 def _committed_goldens() -> Path:
     """The committed goldens/ folder: the package data ``farm/demo_goldens`` (in a checkout a link to
     goldens/ at the repository root, in an installed wheel a copy of it), else goldens/ beside farm/."""
