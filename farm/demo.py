@@ -3,7 +3,8 @@
 1. Write the sample models (renderer.samples) into OUT/models, check each one's MDX -> MDL -> MDX
    round trip, and check they are the models committed in goldens/models.
 2. Render goldens/manifest.toml with the local runner into the store OUT/store.
-3. Compare the frames with the goldens committed in goldens/ (index.jsonl, images/).
+3. Compare the frames with the goldens committed in goldens/ (index.jsonl, images/; installed with
+   the wheel as the package data farm/demo_goldens, see GOLDENS).
 4. Write the report (OUT/report/index.html, junit.xml, summary.md) and print a summary.
 
 Exit status 0 when every frame rendered and the comparison passed, 1 otherwise.
@@ -11,6 +12,7 @@ Exit status 0 when every frame rendered and the comparison passed, 1 otherwise.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from farm.compare.runs import compare_run
@@ -22,7 +24,17 @@ from renderer.samples import write_samples
 
 __all__ = ["GOLDENS", "run_demo"]
 
-GOLDENS = Path(__file__).resolve().parents[1] / "goldens"
+
+def _committed_goldens() -> Path:
+    """The committed goldens/ folder: the package data ``farm/demo_goldens`` (in a checkout a link to
+    goldens/ at the repository root, in an installed wheel a copy of it), else goldens/ beside farm/."""
+    packaged = resources.files("farm") / "demo_goldens"
+    if packaged.is_dir():
+        return Path(str(packaged)).resolve()
+    return Path(__file__).resolve().parents[1] / "goldens"
+
+
+GOLDENS = _committed_goldens()
 
 
 def _round_trip(paths: list[Path]) -> list[str]:

@@ -25,6 +25,7 @@ FARM_TASK_MAX_RETRIES          retries of a batch after a transient failure     
 FARM_RETRY_BACKOFF             first retry delay, seconds (doubles, capped, jittered)     2
 FARM_RETRY_BACKOFF_MAX         longest retry delay, seconds                               60
 FARM_MAX_DELIVERIES            a batch whose worker died this many times fails            3
+FARM_SOFT_SHUTDOWN_TIMEOUT     seconds a cold shutdown lets running batches finish        0 (none)
 FARM_OUT                       the store as this worker sees it (else the client's path)  -
 FARM_RENDERER / FARM_GL_BACKEND  see farm.run.worker                                      gl / auto
 =============================  =========================================================  ============
@@ -134,6 +135,9 @@ def config_from_env(environ=None) -> dict:
         "worker_max_memory_per_child": _int_env("FARM_MAX_MEMORY_PER_CHILD", 2 * 1024 * 1024, env) or None,
         "task_soft_time_limit": soft,
         "task_time_limit": hard,
+        # Cold shutdown (SIGQUIT; SIGTERM under REMAP_SIGTERM=SIGQUIT, as in docker/compose.yaml): running
+        # batches get this long, then are cancelled and requeued at once (docker/README.md, "Stopping").
+        "worker_soft_shutdown_timeout": float(_int_env("FARM_SOFT_SHUTDOWN_TIMEOUT", 0, env)),
         "result_expires": 7 * 24 * 3600,
         "farm_task_max_retries": _int_env("FARM_TASK_MAX_RETRIES", 3, env),
         "farm_retry_backoff": _int_env("FARM_RETRY_BACKOFF", 2, env),

@@ -15,6 +15,7 @@ speed does. Nothing here loads GL.
 
 from __future__ import annotations
 
+import math
 import os
 
 ENV = "LP_NUM_THREADS"
@@ -23,12 +24,64 @@ ENV = "LP_NUM_THREADS"
 _DRIVER_MARKERS = ("_dri.so", "libgallium", "libOSMesa", "libEGL_mesa", "libGLX_mesa", "libEGL_nvidia")
 
 
-def available_cores() -> int:
-    """CPUs this process may run on (sched_getaffinity honours taskset/cgroup cpusets)."""
+def cgroup_cpu_limit(root: str = "/sys/fs/cgroup", self_cgroup: str = "/proc/self/cgroup") -> float | None:
+    """The CPU quota of this process's cgroup in CPUs (``docker run --cpus 2.5``, compose ``cpus:``,
+    Kubernetes CPU limits), or None when there is none or it cannot be read.
+
+    cgroup v2: the smallest ``cpu.max`` (``QUOTA PERIOD`` or ``max PERIOD``) of the process's cgroup
+    and its ancestors; cgroup v1: ``cpu.cfs_quota_us / cpu.cfs_period_us`` (quota -1: none)."""
+    paths: list[str] = []
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        with open(self_cgroup, encoding="utf-8") as f:
+            for line in f:
+                hier, _, rest = line.strip().partition(":")
+                controllers, _, path = rest.partition(":")
+                if hier == "0" and controllers == "":  # v2: "0::/path"
+                    parts = [p for p in path.split("/") if p]
+                    paths += [os.path.join(root, *parts[:i], "cpu.max") for i in range(len(parts), -1, -1)]
+                elif "cpu" in controllers.split(","):  # v1: "4:cpu,cpuacct:/path"
+                    mount = os.path.join(root, controllers)
+                    base = mount if os.path.isdir(mount) else os.path.join(root, "cpu")
+                    parts = [p for p in path.split("/") if p]
+                    # the own cgroup, or (in a container) the hierarchy's root, which is the container's
+                    paths += [os.path.join(base, *parts, "cpu.cfs_quota_us"), os.path.join(base, "cpu.cfs_quota_us")]
+    except OSError:
+        pass
+    limits = [q for q in map(_quota, paths) if q is not None]
+    return min(limits) if limits else None
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read().strip()
+
+
+def _quota(path: str) -> float | None:
+    """CPUs allowed by one cgroup file (v2 cpu.max or v1 cpu.cfs_quota_us), None when unlimited/unreadable."""
+    try:
+        if path.endswith("cpu.max"):
+            fields = _read(path).split()
+            quota, period = fields[0], int(fields[1]) if len(fields) > 1 else 100000
+        else:
+            quota, period = _read(path), int(_read(path[: -len("quota_us")] + "period_us"))
+        if quota in ("max", "-1") or period <= 0 or int(quota) <= 0:
+            return None
+        return int(quota) / period
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def available_cores() -> int:
+    """CPUs this process may use: the CPUs it may run on (sched_getaffinity honours taskset and
+    cgroup cpusets, ``cpuset:``), capped by its cgroup CPU quota (``cpus:``) rounded up."""
+    try:
+        cores = max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        cores = max(1, os.cpu_count() or 1)
+    limit = cgroup_cpu_limit()
+    if limit is not None:
+        cores = min(cores, max(1, math.ceil(limit - 1e-9)))
+    return cores
 
 
 def llvmpipe_threads(concurrency: int, cores: int | None = None) -> int:
