@@ -147,16 +147,19 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
     from OpenGL import GL
 
     model = gpu.model
-    loc = program.loc
-    GL.glUseProgram(program.program)
-    GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(camera.view(), np.float32))
-    GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, np.asarray(camera.projection(aspect), np.float32))
-    program.set_lighting(lighting_rule(lighting))
-    GL.glUniform1i(loc["u_texture"], 0)
-    GL.glUniform1i(loc["u_palette"], 1)
-    for slot, name in HD_SLOT_UNIFORMS.items():
-        GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
-    GL.glUniform3f(loc["u_eye"], *camera.eye)
+    view = np.asarray(camera.view(), np.float32)
+    projection = np.asarray(camera.projection(aspect), np.float32)
+    for variant in (True, False):  # the frame's uniforms in both programs; the classic one stays bound
+        program.use(variant)
+        loc = program.loc
+        GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, view)
+        GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, projection)
+        program.set_lighting(lighting_rule(lighting))
+        GL.glUniform1i(loc["u_texture"], 0)
+        GL.glUniform1i(loc["u_palette"], 1)
+        for slot, name in HD_SLOT_UNIFORMS.items():
+            GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
+        GL.glUniform3f(loc["u_eye"], *camera.eye)
 
     offsets = upload_palettes(pose, palette)
 
@@ -173,7 +176,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
         color = pose.geoset_color[gi]
         g = model.geosets[gi]
         mat = model.materials[g.material_id]
-        GL.glUniform1i(loc["u_palette_offset"], offsets[gi])
+        offset_set = {}  # program variant -> whether this geoset's palette offset is loaded in it
         GL.glBindVertexArray(buf.vao)
         for li in hd.drawn_layers(model, mat):
             layer = mat.layers[li]
@@ -187,7 +190,12 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
             apply_state(st, depth_test=not flags & blending.NO_DEPTH_TEST,
                         depth_write=st.depth_write and not flags & blending.NO_DEPTH_SET, cull=not two_sided)
             hd_layer = hd.is_hd_layer(model, mat, li)
-            GL.glUniform1i(loc["u_hd"], 1 if hd_layer else 0)
+            if program.hd != hd_layer:
+                program.use(hd_layer)
+            loc = program.loc
+            if not offset_set.get(hd_layer):
+                GL.glUniform1i(loc["u_palette_offset"], offsets[gi])
+                offset_set[hd_layer] = True
             tid = (_bind_hd_slots(gpu, pose, loc, g.material_id, li, flat) if hd_layer
                    else _layer_texture(model, pose, flat))
             tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
@@ -201,7 +209,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
             GL.glUniformMatrix3fv(loc["u_uv_matrix"], 1, GL.GL_TRUE, np.asarray(uvm, np.float32))
             buf.use_uv_set(layer.coord_id)
             buf.draw()
-    GL.glUniform1i(loc["u_hd"], 0)
+    program.use(False)
     GL.glBindVertexArray(0)
     GL.glDepthMask(GL.GL_TRUE)
     GL.glDisable(GL.GL_BLEND)

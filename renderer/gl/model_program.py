@@ -82,7 +82,6 @@ uniform float u_ambient;
 uniform float u_diffuse;
 uniform int u_flip_back;
 // Reforged HD (renderer.rules, "Reforged HD materials"): u_texture is the diffuse slot.
-uniform int u_hd;
 uniform sampler2D u_normal_map;
 uniform sampler2D u_orm_map;
 uniform sampler2D u_emissive_map;
@@ -155,8 +154,11 @@ vec3 hd_shade(vec4 c) {
 void main() {
     vec4 c = texture(u_texture, v_uv) * u_color;
     if (c.a < u_alpha_test) discard;
-    if (u_hd != 0) c.rgb = hd_shade(c);
-    else if (u_unshaded == 0) c.rgb *= light_factor(v_normal);
+#if HD
+    c.rgb = hd_shade(c);
+#else
+    if (u_unshaded == 0) c.rgb *= light_factor(v_normal);
+#endif
     if (u_opaque != 0) c.a = 1.0;
     frag = c;
 }
@@ -165,7 +167,7 @@ void main() {
 UNIFORMS = (
     "u_palette", "u_palette_offset", "u_view", "u_projection", "u_uv_matrix", "u_sphere_env", "u_texture",
     "u_color", "u_alpha_test", "u_opaque", "u_unshaded", "u_light_vector", "u_light_point", "u_ambient", "u_diffuse",
-    "u_flip_back", "u_hd", "u_normal_map", "u_orm_map", "u_emissive_map", "u_team_map", "u_env_map", "u_env_found",
+    "u_flip_back", "u_normal_map", "u_orm_map", "u_emissive_map", "u_team_map", "u_env_map", "u_env_found",
     "u_emissive_gain", "u_eye",
 )
 # Texture units: 0 the layer's (diffuse) texture, 1 the palette buffer, then the HD slots 1..5.
@@ -174,16 +176,35 @@ HD_SLOT_UNIFORMS = {"normal": "u_normal_map", "orm": "u_orm_map", "emissive": "u
                     "team_color": "u_team_map", "environment": "u_env_map"}
 
 
+def fragment_source(hd: bool) -> str:
+    """The fragment shader of one variant: classic layers, or Reforged HD layers. Two programs, not
+    one with a uniform branch: llvmpipe runs both sides of a branch for every fragment (masked SIMD),
+    so classic layers would pay for the HD path's five texture reads and its specular term."""
+    return FRAGMENT.replace("#version 330 core", f"#version 330 core\n#define HD {1 if hd else 0}", 1)
+
+
 class ModelProgram:
-    """The compiled program and its uniform locations (needs a current context)."""
+    """The two compiled variants (classic, HD) and their uniform locations (needs a current
+    context). `use(hd)` binds one; `program` and `loc` are the bound variant's."""
 
     def __init__(self):
         from OpenGL import GL
 
         from .shaders import build_program
 
-        self.program = build_program(VERTEX, FRAGMENT, label="model")
-        self.loc = {name: GL.glGetUniformLocation(self.program, name) for name in UNIFORMS}
+        self.programs = {hd: build_program(VERTEX, fragment_source(hd), label="model-hd" if hd else "model")
+                         for hd in (False, True)}
+        self.locs = {hd: {name: GL.glGetUniformLocation(p, name) for name in UNIFORMS}
+                     for hd, p in self.programs.items()}
+        self.hd = False
+        self.program, self.loc = self.programs[False], self.locs[False]
+
+    def use(self, hd: bool) -> None:
+        from OpenGL import GL
+
+        self.hd = bool(hd)
+        self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
+        GL.glUseProgram(self.program)
 
     def set_lighting(self, rule) -> None:
         """Load a `renderer.rules.LightingRule` into the (bound) program's uniforms."""
@@ -199,5 +220,7 @@ class ModelProgram:
     def delete(self) -> None:
         from OpenGL import GL
 
-        GL.glDeleteProgram(self.program)
+        for p in self.programs.values():
+            GL.glDeleteProgram(p)
+        self.programs = {}
         self.program = 0
