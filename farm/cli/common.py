@@ -4,15 +4,17 @@ rules), finding a run and its goldens, writing reports, the runner options."""
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from farm.goldens import INDEX_NAME, find_goldens
 from farm.report import write_report
+from farm.report.text import summary_text
 from farm.run.jobs import JobState
 from farm.settings import SettingError, check_msaa, check_size, check_team
 
-__all__ = ["UsageError", "add_runner_options", "goldens_dir", "load_job", "msaa_arg", "size_arg", "team_arg",
-           "workers_arg", "write_reports"]
+__all__ = ["UsageError", "add_runner_options", "goldens_dir", "load_job", "msaa_arg", "print_results", "size_arg",
+           "team_arg", "workers_arg", "write_reports"]
 
 
 class UsageError(RuntimeError):
@@ -80,6 +82,20 @@ def goldens_dir(explicit: str | None, job=None, manifest: str | None = None, req
         raise UsageError(f"no golden index found{where} (index.jsonl in the manifest's folder or its goldens/);"
                          f" pass --goldens DIR (a new folder is created by the first `farm approve`)")
     return folder
+
+
+def print_results(results: dict, as_json: bool = False, *, limit: int = 20, report=None) -> None:
+    """A comparison's summary on stdout: the terminal text, or with --json the counts, verdict,
+    problems and per-trace statuses as one JSON object."""
+    if as_json:
+        print(json.dumps({"job": results.get("job"), "kind": results.get("kind"), "verdict": results.get("verdict"),
+                          "counts": results.get("counts"), "compared": results.get("compared"),
+                          "problems": results.get("problems", []), "notes": results.get("notes", []),
+                          "report": str(report) if report else None,
+                          "traces": {k: {"status": t["status"], "reason": t.get("reason")}
+                                     for k, t in results["traces"].items()}}, indent=2, sort_keys=True))
+    else:
+        print(summary_text(results, limit=limit, report=report))
 
 
 def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/") -> Path | None:

@@ -3,33 +3,83 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+from pathlib import Path
 
-from farm.cli.common import UsageError, add_runner_options, goldens_dir, workers_arg, write_reports
+from farm import goldens as G
+from farm.cli.common import (
+    UsageError,
+    add_runner_options,
+    goldens_dir,
+    print_results,
+    workers_arg,
+    write_reports,
+)
 from farm.compare.runs import compare_run
 from farm.demo import run_demo
 from farm.goldens import GoldenError
-from farm.report.text import summary_text
+from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
 
 __all__ = ["add_parsers", "compare_after_run"]
 
 
+UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
+
+
+def bootstrap_command(job, folder: Path | None) -> str:
+    """The command that renders the manifest again and approves its new traces (a first run)."""
+    manifest = job.data.get("manifest") or "MANIFEST"
+    parts = ["farm", "run", shell_path(manifest), "--update-goldens=new"]
+    if folder is not None and folder != Path(manifest).parent / "goldens":
+        parts += ["--goldens", shell_path(folder)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _update_goldens(job, folder: Path, mode: str, results: dict) -> dict | None:
+    """Approve what --update-goldens=MODE names (the images this run stored); the decision record."""
+    wanted = UPDATE_MODES[mode]
+    keys = [k for k, t in results["traces"].items()
+            if (wanted is None and t["status"] != "error") or (wanted is not None and t["status"] in wanted)]
+    if not keys:
+        print(f"--update-goldens={mode}: nothing to approve")
+        return None
+    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None))
+    for s in skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    if rec is not None:
+        print(f"--update-goldens={mode}: {len(rec['changes'])} trace(s) approved in {folder} (decision"
+              f" #{rec['id']}; undo with: farm approve --undo {rec['id']} --goldens {shell_path(folder)})")
+    return rec
+
+
 def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                      required: bool = False) -> int | None:
-    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for)."""
+                      required: bool = False, update: str | None = None, as_json: bool = False) -> int | None:
+    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for).
+
+    `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
+    goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
     try:
         folder = goldens_dir(explicit_goldens, job, required=required)
+        if folder is None and update:
+            folder = Path(job.data.get("manifest") or ".").parent / "goldens"
         if folder is None:
-            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared (pass --goldens"
-                  f" DIR)")
+            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
+                  f" frames the goldens after looking at them: {bootstrap_command(job, None)}")
             return None
         results = compare_run(job, folder, allow_new=allow_new)
+        if update:
+            if _update_goldens(job, folder, update, results) is not None:
+                results = compare_run(job, folder, allow_new=allow_new)
+        elif results["counts"].get("new") == results["counts"]["total"] and results["counts"]["total"]:
+            print(f"first run against {folder}: every trace is new. After a look at the frames, approve them"
+                  f" with: {bootstrap_command(job, folder)}")
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     html = write_reports(results, report)
-    print(summary_text(results, report=html))
+    print_results(results, as_json, report=html)
     return 0 if results["verdict"] == "pass" else 1
 
 
@@ -58,7 +108,8 @@ def cmd_run(args) -> int:
     rendered = _finish_job(job, "run")
     if args.no_compare:
         return rendered
-    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report)
+    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
+                                 update=args.update_goldens, as_json=False)
     return max(rendered, compared or 0)
 
 
@@ -90,6 +141,10 @@ def add_run_options(s) -> None:
     g.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the run")
     g.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
     g.add_argument("--no-compare", action="store_true", help="render only, even when goldens exist")
+    g.add_argument("--update-goldens", nargs="?", const="new", choices=sorted(UPDATE_MODES), metavar="new|failed|all",
+                   help="after comparing, approve the traces that are new (default), failed, or all of them, as the"
+                        " goldens (creates <manifest folder>/goldens when there are none); e.g. the first run:"
+                        " farm run job.toml --update-goldens")
 
 
 def add_parsers(sub) -> None:

@@ -23,7 +23,9 @@ its golden, the difference heatmap and the SSIM map are written as PNGs under
 The verdict: ``fail`` when any trace is ``fail``, ``rejected`` or ``error``; when any is ``new``
 (unless `allow_new`: CI should not accept images nobody has looked at, so new traces fail by
 default, as vitest's ``update: none`` and `--mpl` do); and when nothing was compared at all (no
-trace had a golden), so a comparison can never pass by silently skipping.
+trace had a golden), so a comparison can never pass by silently skipping; the one exception is a
+run whose every trace is new with `allow_new` (a first run that asked for it): it passes, with a
+note (``results["notes"]``) saying nothing was compared.
 
 `diff_runs(base, head)` compares the same trace keys of two runs (for a pull request: before and
 after a change), with the head's thresholds: ``unchanged`` (identical, or within the thresholds:
@@ -215,7 +217,8 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
     for t in traces:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
     counts["total"] = len(results["traces"])
-    problems = []
+    problems: list[str] = []
+    notes: list[str] = []
     if results.get("kind") == "diff":
         compared = sum(1 for t in traces if t["status"] in ("unchanged", "changed"))
         n = counts["changed"] + counts["added"] + counts["removed"] + counts["error"]
@@ -238,12 +241,20 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
         if counts["new"] and not allow:
             problems.append(f"{counts['new']} trace(s) have no golden yet: review them, then `farm approve RUN"
                             f" --new` (or pass --allow-new to let new traces through)")
-        if compared == 0:
+        # Nothing compared fails (a comparison never passes by silently skipping), except when every
+        # trace is new and new traces were explicitly allowed (a first run with --allow-new).
+        all_new_allowed = compared == 0 and counts["new"] and allow and not failing
+        if compared == 0 and not all_new_allowed:
             problems.append("nothing was compared: no trace of this run has an approved golden")
-        results["verdict"] = "fail" if failing or (counts["new"] and not allow) or compared == 0 else "pass"
+        if all_new_allowed:
+            notes.append(f"nothing was compared: all {counts['new']} trace(s) are new (allowed by --allow-new);"
+                         f" approve them to start comparing")
+        results["verdict"] = ("fail" if failing or (counts["new"] and not allow) or (compared == 0 and not
+                              all_new_allowed) else "pass")
     results["counts"] = counts
     results["compared"] = compared
     results["problems"] = problems
+    results["notes"] = notes
     return results
 
 
