@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from golden_runs import broken, image, key, make_run
 
@@ -89,3 +91,53 @@ def test_compare_all_new_with_allow_new_passes_with_a_note(tmp_path, capsys):
     errors = make_run(store, {K1: "cannot read"})
     assert farm("compare", errors.id, "--out", store, "--goldens", tmp_path / "g", "--allow-new") == 1
     assert "nothing was compared" in capsys.readouterr().out
+
+
+# --- 2. undo and redo by decision id
+
+
+def test_goldens_log_undo_by_id_asks_and_redo(tmp_path, capsys, monkeypatch):
+    store, g = tmp_path / "store", tmp_path / "goldens"
+    run1 = make_run(store, {K1: image(1), K2: image(2)})
+    assert farm("approve", run1.id, "--trace", K1, "--out", store, "--goldens", g) == 0  # decision #1
+    assert farm("approve", run1.id, "--trace", K2, "--out", store, "--goldens", g) == 0  # decision #2
+    capsys.readouterr()
+    assert farm("goldens", "log", "--goldens", g) == 0
+    out = capsys.readouterr().out
+    assert "#1    " in out and "ci-bot: approve, 1 trace(s), run " + run1.id in out and "#2" in out
+
+    # undo #1 (not the last one): without a terminal and without --yes it refuses with a sentence
+    assert farm("approve", "--undo", "1", "--goldens", g) == 2
+    cap = capsys.readouterr()
+    assert f"restore {K1} [generic]" in cap.out and "pass --yes" in cap.err
+    assert GoldenIndex.load(g).traces() == {K1, K2}  # nothing changed
+    # a terminal that answers "n", then one that answers "y"
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True, raising=False)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    monkeypatch.setattr("builtins.input", lambda q: "n")
+    assert farm("approve", "--undo", "1", "--goldens", g) == 1
+    assert GoldenIndex.load(g).traces() == {K1, K2}
+    monkeypatch.setattr("builtins.input", lambda q: "y")
+    assert farm("approve", "--undo", "1", "--goldens", g) == 0
+    assert "undid approve #1" in capsys.readouterr().out
+    assert GoldenIndex.load(g).traces() == {K2}
+    monkeypatch.undo()
+    monkeypatch.setenv("FARM_USER", "ci-bot")
+
+    assert farm("approve", "--undo", "1", "--goldens", g, "--yes") == 2  # already undone
+    assert "already undone (by #3)" in capsys.readouterr().err
+    assert farm("goldens", "log", "--goldens", g, "--json") == 0
+    rows = json.loads(capsys.readouterr().out)["decisions"]
+    assert [(r["id"], r["action"], r["undone_by"]) for r in rows] == [(1, "approve", 3), (2, "approve", None),
+                                                                       (3, "undo", None)]
+    assert farm("approve", "--redo", "1", "--goldens", g, "--yes") == 0
+    assert "redid approve #1" in capsys.readouterr().out
+    assert GoldenIndex.load(g).traces() == {K1, K2}
+    # undo without an id: the last decision in effect (#2), also only with --yes here
+    assert farm("approve", "--undo", "--goldens", g) == 2
+    capsys.readouterr()
+    assert farm("approve", "--undo", "--goldens", g, "--yes") == 0
+    assert "undid approve #2" in capsys.readouterr().out
+    assert GoldenIndex.load(g).traces() == {K1}
+    assert farm("approve", "--undo", "99", "--goldens", g, "--yes") == 2
+    assert "no decision #99" in capsys.readouterr().err

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from farm.goldens import INDEX_NAME, find_goldens
@@ -13,8 +14,8 @@ from farm.report.text import summary_text
 from farm.run.jobs import JobState
 from farm.settings import SettingError, check_msaa, check_size, check_team
 
-__all__ = ["UsageError", "add_runner_options", "goldens_dir", "load_job", "msaa_arg", "print_results", "size_arg",
-           "team_arg", "workers_arg", "write_reports"]
+__all__ = ["UsageError", "add_runner_options", "confirm", "goldens_dir", "load_job", "msaa_arg", "print_results",
+           "size_arg", "team_arg", "workers_arg", "write_reports"]
 
 
 class UsageError(RuntimeError):
@@ -82,6 +83,20 @@ def goldens_dir(explicit: str | None, job=None, manifest: str | None = None, req
         raise UsageError(f"no golden index found{where} (index.jsonl in the manifest's folder or its goldens/);"
                          f" pass --goldens DIR (a new folder is created by the first `farm approve`)")
     return folder
+
+
+def confirm(question: str, yes: bool, refuse: str) -> bool:
+    """Ask `question` on the terminal (y/N); with `yes` the answer is yes. Without a terminal and
+    without --yes: UsageError(`refuse`), a sentence saying to pass --yes."""
+    if yes:
+        return True
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(refuse)
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
 
 
 def print_results(results: dict, as_json: bool = False, *, limit: int = 20, report=None) -> None:
