@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -81,7 +82,17 @@ def _trace_base(key: str, t: Mapping) -> dict:
     return {"key": key, "model": t.get("model") or _model_of(key), "sequence": t.get("sequence"),
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
-            "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None}
+            "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None, "render_s": None,
+            "compare_s": None}
+
+
+def _timed(fn, *args) -> dict:
+    """A trace's result with the seconds its comparison took ("compare_s": JUnit's time when the
+    render time is not recorded)."""
+    t0 = time.perf_counter()
+    res = fn(*args)
+    res["compare_s"] = round(max(time.perf_counter() - t0, 1e-6), 6)
+    return res
 
 
 def _model_of(key: str) -> str:
@@ -100,13 +111,15 @@ class _Frame:
         self.ref = store.image_ref(png)
         self.rgba, trace = read_png(data)
         self.digest = image_digest(self.rgba)
-        gl = (trace or {}).get("gl")
-        if gl is None:
-            try:
-                gl = store.read_sidecar(png).get("trace", {}).get("gl")
-            except (OSError, ValueError):
-                gl = None
+        try:
+            sidecar = store.read_sidecar(png) or {}
+        except (OSError, ValueError):
+            sidecar = {}
+        gl = (trace or {}).get("gl") or sidecar.get("trace", {}).get("gl")
         self.gl = gl or {}
+        # Seconds the renderer took for this frame, when the worker recorded it (sidecar "render_s").
+        seconds = sidecar.get("render_s", (trace or {}).get("render_s"))
+        self.render_s = float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
         self.env = env_key(self.gl)
         self.size = [int(self.rgba.shape[1]), int(self.rgba.shape[0])]
 
@@ -146,7 +159,7 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
     if frame is None:
         res.update(status="error", reason=error)
         return res
-    res.update(digest=frame.digest, size=frame.size, env=frame.env)
+    res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=frame.render_s)
     look = index.lookup(key, frame.env)
     hit = look.exact(frame.digest)
     th = Thresholds.from_dict(res["thresholds"])
@@ -277,9 +290,9 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
         traces = dict(previous["traces"])
         for k in keys:
             if k in job.traces:
-                traces[k] = _compare_trace(job, index, k, job.traces[k], heatmaps)
+                traces[k] = _timed(_compare_trace, job, index, k, job.traces[k], heatmaps)
     else:
-        traces = {k: _compare_trace(job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
+        traces = {k: _timed(_compare_trace, job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
     results = {
         "format": FORMAT, "kind": "goldens", "job": job.id, "name": job.data.get("name"),
         "store": job.store.location, "manifest": job.data.get("manifest"), "goldens": str(Path(goldens).absolute()),
@@ -334,7 +347,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
         return res
     new, error_h = _load_frame(head.store, th_)
     if new is not None:
-        res.update(digest=new.digest, size=new.size, env=new.env)
+        res.update(digest=new.digest, size=new.size, env=new.env, render_s=new.render_s)
     if tb is None:
         res.update(status="added" if new is not None else "error",
                    reason="The trace is in the head run only." if new is not None else error_h)
@@ -364,7 +377,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
 def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:
     """Compare run `head` with run `base`, trace by trace (see the module docstring)."""
     keys = sorted(set(base.traces) | set(head.traces))
-    traces = {k: _diff_trace(base, head, k, base.traces.get(k), head.traces.get(k), heatmaps) for k in keys}
+    traces = {k: _timed(_diff_trace, base, head, k, base.traces.get(k), head.traces.get(k), heatmaps) for k in keys}
     results = {
         "format": FORMAT, "kind": "diff", "job": head.id, "name": head.data.get("name"),
         "store": head.store.location, "manifest": head.data.get("manifest"),

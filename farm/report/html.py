@@ -169,7 +169,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     paths = {"html": out / "index.html", "junit": out / "junit.xml", "markdown": out / "summary.md",
              "results": out / "results.json"}
     atomic_write(paths["html"], render_html(results, views, serve).encode("utf-8"))
-    atomic_write(paths["junit"], junit_xml(results).encode("utf-8"))
+    atomic_write(paths["junit"], junit_xml(results, views, out).encode("utf-8"))
     atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base,
                                                      limit=markdown_limit).encode("utf-8"))
     atomic_write(paths["results"], json_bytes(results))
