@@ -97,7 +97,7 @@ def test_strings_from_model_files_are_escaped(mixed):
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "known &lt;b&gt;bad&lt;/b&gt;" in html
     md = (out / "summary.md").read_text()
-    assert EVIL not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert EVIL not in md and "&lt;img src=x onerror=alert&#40;1&#41;&gt;" in md
 
 
 def test_junit_has_one_case_per_trace(mixed):
@@ -144,9 +144,10 @@ def test_markdown_summary(mixed):
     for line in md.splitlines():
         if line.startswith("| <code>"):
             assert line.count("|") in (4, 9), line
-    # published elsewhere: image links get the base URL
+    # published elsewhere: image links get the base URL of the report folder, images are in its img/
     views_md = markdown_summary(results, [{"key": FAIL, "new_src": "img/n.png"}], image_base="https://ci/r/")
-    assert '<img src="https://ci/r/n.png"' in views_md
+    assert '<img src="https://ci/r/img/n.png"' in views_md
+    assert "**[Full report](https://ci/r/index.html)**" in views_md
 
 
 def test_diff_report_labels(tmp_path):

@@ -113,8 +113,9 @@ def print_results(results: dict, as_json: bool = False, *, limit: int = 20, repo
         print(summary_text(results, limit=limit, report=report))
 
 
-def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/") -> Path | None:
+def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/",
+                  report_url: str | None = None) -> Path | None:
     if not folder:
         return None
-    paths = write_report(results, folder, image_base=image_base)
+    paths = write_report(results, folder, image_base=image_base, report_url=report_url)
     return paths["html"]

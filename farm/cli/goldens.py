@@ -36,7 +36,7 @@ def _compare_and_print(args, report_dir) -> dict:
     job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job)
     results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
-    html = write_reports(results, report_dir, args.image_base)
+    html = write_reports(results, report_dir, args.image_base, args.report_url)
     print(summary_text(results, limit=args.limit, report=html))
     return results
 
@@ -286,7 +286,7 @@ def cmd_diff(args) -> int:
     base = load_job(args.base, args.base_out or args.out)
     head = load_job(args.head, args.head_out or args.out)
     results = diff_runs(base, head)
-    html = write_reports(results, args.output, args.image_base)
+    html = write_reports(results, args.output, args.image_base, args.report_url)
     print(summary_text(results, limit=args.limit, report=html))
     return 0 if results["verdict"] == "same" else 1
 
@@ -300,13 +300,24 @@ def _run_args(s) -> None:
     s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the run's manifest)")
 
 
+IMAGE_BASE_HELP = ("where the report folder is published, for the links in summary.md (default: relative img/);"
+                   " e.g. --image-base https://ci.example/job/7/report/ (images are in its img/)")
+REPORT_URL_HELP = ("the full report's link in summary.md (default: derived from an absolute --image-base); e.g."
+                   " --report-url https://ci.example/job/7/report/index.html")
+
+
+def _summary_args(s) -> None:
+    s.add_argument("--image-base", default="img/", metavar="URL", help=IMAGE_BASE_HELP)
+    s.add_argument("--report-url", metavar="URL", help=REPORT_URL_HELP)
+
+
 def add_parsers(sub) -> None:
     s = sub.add_parser("compare", help="compare a run with its goldens (exit 1 on failures and new traces)")
     s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
     _run_args(s)
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
     s.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
-    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
+    _summary_args(s)
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_compare)
@@ -361,8 +372,7 @@ def add_parsers(sub) -> None:
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder")
     _run_args(s)
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
-    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md (e.g. the URL the"
-                                                        " folder is published at)")
+    _summary_args(s)
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_report)
@@ -384,7 +394,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--out", help="store of both runs (default: $FARM_OUT or ./farm-out)")
     s.add_argument("--base-out", help="BASE's store, when it differs")
     s.add_argument("--head-out", help="HEAD's store, when it differs")
-    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
+    _summary_args(s)
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_diff)
 

@@ -157,7 +157,7 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
 
 
 def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str = "img/",
-                 markdown_limit: int = 10) -> dict[str, Path]:
+                 markdown_limit: int = 10, report_url: str | None = None) -> dict[str, Path]:
     """Write the report folder (see farm.report); returns the paths of what it wrote."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -170,7 +170,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
              "results": out / "results.json"}
     atomic_write(paths["html"], render_html(results, views, serve).encode("utf-8"))
     atomic_write(paths["junit"], junit_xml(results, views, out).encode("utf-8"))
-    atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base,
-                                                     limit=markdown_limit).encode("utf-8"))
+    atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base, limit=markdown_limit,
+                                                     report_url=report_url).encode("utf-8"))
     atomic_write(paths["results"], json_bytes(results))
     return paths
