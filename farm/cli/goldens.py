@@ -151,7 +151,7 @@ def cmd_approve(args) -> int:
     if not keys:
         print(f"farm approve: no trace of run {job.id} matches the selection", file=sys.stderr)
         return 1
-    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add)
+    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add, allow_blank=args.allow_blank)
     _print_record("approve", rec, skipped, folder)
     return 0 if rec is not None or not skipped else 1
 
@@ -335,6 +335,8 @@ def add_parsers(sub) -> None:
                                                       " driver version, CPU vendor), not as the generic golden")
     s.add_argument("--add", action="store_true", help="keep the earlier approved images too (a trace with more"
                                                       " than one correct output)")
+    s.add_argument("--allow-blank", action="store_true", help="approve blank frames too (fully transparent, or every"
+                                                              " pixel one value: skipped by default)")
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--undo", nargs="?", const=True, type=_decision_arg, metavar="ID",
                    help="reverse decision ID (`farm goldens log` lists them), or without ID the last approve/reject/"

@@ -37,7 +37,7 @@ def bootstrap_command(job, folder: Path | None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _update_goldens(job, folder: Path, mode: str, results: dict) -> dict | None:
+def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bool = False) -> dict | None:
     """Approve what --update-goldens=MODE names (the images this run stored); the decision record."""
     wanted = UPDATE_MODES[mode]
     keys = [k for k, t in results["traces"].items()
@@ -45,7 +45,7 @@ def _update_goldens(job, folder: Path, mode: str, results: dict) -> dict | None:
     if not keys:
         print(f"--update-goldens={mode}: nothing to approve")
         return None
-    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None))
+    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None), allow_blank=allow_blank)
     for s in skipped:
         print(f"skipped: {s}", file=sys.stderr)
     if rec is not None:
@@ -55,7 +55,8 @@ def _update_goldens(job, folder: Path, mode: str, results: dict) -> dict | None:
 
 
 def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                      required: bool = False, update: str | None = None, as_json: bool = False) -> int | None:
+                      required: bool = False, update: str | None = None, as_json: bool = False,
+                      allow_blank: bool = False) -> int | None:
     """The comparison step of `farm run`: None when the run has no goldens (and none were asked for).
 
     `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
@@ -70,7 +71,7 @@ def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = Fa
             return None
         results = compare_run(job, folder, allow_new=allow_new)
         if update:
-            if _update_goldens(job, folder, update, results) is not None:
+            if _update_goldens(job, folder, update, results, allow_blank) is not None:
                 results = compare_run(job, folder, allow_new=allow_new)
         elif results["counts"].get("new") == results["counts"]["total"] and results["counts"]["total"]:
             print(f"first run against {folder}: every trace is new. After a look at the frames, approve them"
@@ -109,7 +110,7 @@ def cmd_run(args) -> int:
     if args.no_compare:
         return rendered
     compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
-                                 update=args.update_goldens, as_json=False)
+                                 update=args.update_goldens, as_json=False, allow_blank=args.allow_blank)
     return max(rendered, compared or 0)
 
 
@@ -145,6 +146,7 @@ def add_run_options(s) -> None:
                    help="after comparing, approve the traces that are new (default), failed, or all of them, as the"
                         " goldens (creates <manifest folder>/goldens when there are none); e.g. the first run:"
                         " farm run job.toml --update-goldens")
+    g.add_argument("--allow-blank", action="store_true", help="with --update-goldens: approve blank frames too")
 
 
 def add_parsers(sub) -> None:

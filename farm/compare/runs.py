@@ -48,7 +48,7 @@ from farm.compare.metrics import Comparison, Thresholds, compare
 from farm.compare.status import statuses
 from farm.files import json_bytes
 from farm.goldens.index import GoldenIndex, env_key, now
-from farm.images import image_digest, png_bytes, read_png
+from farm.images import blank_reason, image_digest, png_bytes, read_png
 from farm.plan.keys import parse_key
 
 __all__ = [
@@ -83,7 +83,7 @@ def _trace_base(key: str, t: Mapping) -> dict:
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
             "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None, "render_s": None,
-            "compare_s": None}
+            "compare_s": None, "blank": None}
 
 
 def _timed(fn, *args) -> dict:
@@ -111,6 +111,7 @@ class _Frame:
         self.ref = store.image_ref(png)
         self.rgba, trace = read_png(data)
         self.digest = image_digest(self.rgba)
+        self.blank = blank_reason(self.rgba)
         try:
             sidecar = store.read_sidecar(png) or {}
         except (OSError, ValueError):
@@ -159,7 +160,7 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
     if frame is None:
         res.update(status="error", reason=error)
         return res
-    res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=frame.render_s)
+    res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=frame.render_s, blank=frame.blank)
     look = index.lookup(key, frame.env)
     hit = look.exact(frame.digest)
     th = Thresholds.from_dict(res["thresholds"])
@@ -347,7 +348,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
         return res
     new, error_h = _load_frame(head.store, th_)
     if new is not None:
-        res.update(digest=new.digest, size=new.size, env=new.env, render_s=new.render_s)
+        res.update(digest=new.digest, size=new.size, env=new.env, render_s=new.render_s, blank=new.blank)
     if tb is None:
         res.update(status="added" if new is not None else "error",
                    reason="The trace is in the head run only." if new is not None else error_h)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
-from farm.images import png_pixel_digest
+from farm.images import blank_reason, image_digest, read_png
 
 __all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "prune", "redo", "redo_target",
            "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
@@ -30,6 +30,7 @@ class Candidate:
     digest: str  # pixel digest
     size: tuple[int, int]
     gl: dict | None
+    blank: str | None = None  # farm.images.blank_reason of its pixels (None: something was drawn)
 
     @property
     def env(self) -> str:
@@ -55,14 +56,15 @@ def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]
         if hashlib.sha256(data).hexdigest() != t["digest"]:
             skipped.append(f"{key}: the stored image {t['digest'][:12]}... does not match its name; not approved")
             continue
-        digest, size, trace = png_pixel_digest(data)
+        rgba, trace = read_png(data)
+        digest, size = image_digest(rgba), (int(rgba.shape[1]), int(rgba.shape[0]))
         gl = (trace or {}).get("gl")
         if gl is None:
             try:
                 gl = job.store.read_sidecar(t["digest"]).get("trace", {}).get("gl")
             except (OSError, ValueError):
                 gl = None
-        out.append(Candidate(key, t["digest"], data, digest, size, gl))
+        out.append(Candidate(key, t["digest"], data, digest, size, gl, blank_reason(rgba)))
     return out, skipped
 
 
@@ -96,12 +98,22 @@ def _record_base(action: str, by: str, job=None, note: str | None = None) -> dic
 
 
 def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str, env_scope: bool,
-            change, note: str | None = None) -> tuple[dict | None, list[str]]:
+            change, note: str | None = None, refuse=None) -> tuple[dict | None, list[str]]:
     """The loop every decision on a run's images shares: for each stored image of `keys`, in its
     scope (generic, or with `env_scope` the environment that rendered it), `change(entry, c)` edits
     a copy of the index line (and returns True when the image must be copied into the goldens);
-    lines that end up as they were are left alone; one log record lists every change."""
+    lines that end up as they were are left alone; one log record lists every change. `refuse(c)`:
+    a sentence for a candidate that must be skipped (else None)."""
     cands, skipped = run_candidates(job, keys)
+    if refuse is not None:
+        kept = []
+        for c in cands:
+            why = refuse(c)
+            if why:
+                skipped.append(why)
+            else:
+                kept.append(c)
+        cands = kept
     changes = []
     with locked(root) as index:
         for c in cands:
@@ -123,15 +135,22 @@ def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str,
 
 
 def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: bool = False,
-            add: bool = False) -> tuple[dict | None, list[str]]:
+            add: bool = False, allow_blank: bool = False) -> tuple[dict | None, list[str]]:
     """Approve the images run `job` stored for `keys`: exactly those bytes become the goldens.
 
     Scope: the generic golden (default) or, with `env_scope`, the golden of the environment that
     rendered each image. The approved image replaces the scope's earlier approvals unless `add`
     (then it is one more approved image: for a trace with more than one correct output). Its digest
-    leaves the scope's rejected list. Returns the log record (None when nothing changed) and
-    sentences for traces that were skipped.
+    leaves the scope's rejected list. A blank frame (farm.images.blank_reason: fully transparent,
+    or every pixel one value; most likely nothing was drawn) is skipped unless `allow_blank`.
+    Returns the log record (None when nothing changed) and sentences for traces that were skipped.
     """
+    def refuse(c: Candidate) -> str | None:
+        if c.blank and not allow_blank:
+            return (f"{c.trace}: the frame is blank ({c.blank}); not approved (pass --allow-blank if that is"
+                    f" what it should show)")
+        return None
+
     def change(entry: dict, c: Candidate) -> bool:
         approved = entry["approved"]
         old = next((a for a in approved if a["digest"] == c.digest), None)
@@ -145,7 +164,7 @@ def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: b
         entry["rejected"] = [r for r in entry["rejected"] if r["digest"] != c.digest]
         return old is None
 
-    return _decide(root, job, keys, "approve", by=by, env_scope=env_scope, change=change)
+    return _decide(root, job, keys, "approve", by=by, env_scope=env_scope, change=change, refuse=refuse)
 
 
 def reject(root: str | Path, job, keys: Iterable[str], *, by: str, reason: str | None = None,

@@ -23,7 +23,7 @@ from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.files import atomic_write, json_bytes
 from farm.report.junit import junit_xml
 from farm.report.markdown import markdown_summary
-from farm.report.model import approve_command, metric_rows, sort_traces
+from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
 from farm.store import open_store
 
 __all__ = ["build_views", "render_html", "write_report"]
@@ -130,7 +130,8 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
             "metrics": metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
-            and t["status"] != "error",
+            and t["status"] != "error", "blank": t.get("blank"), "collapsed": group_of(t["status"]) == "passed",
+            **compact_cells(t),
         })
     return views
 
@@ -151,6 +152,8 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
     max_side = max([max(v["w"], v["h"]) for v in views] or [128])
     return _env().get_template("report.html.j2").render(
         title=title, results=results, views=views, diff=diff, counts=counts, statuses=statuses,
+        head=counts_view(results),
+        failed_with_image=sum(1 for v in views if v["status"] == "fail" and v["can_decide"]),
         labels=LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
         new_label="head" if diff else "new", golden_label="base" if diff else "golden",
     )
