@@ -141,3 +141,147 @@ def test_goldens_log_undo_by_id_asks_and_redo(tmp_path, capsys, monkeypatch):
     assert GoldenIndex.load(g).traces() == {K1}
     assert farm("approve", "--undo", "99", "--goldens", g, "--yes") == 2
     assert "no decision #99" in capsys.readouterr().err
+
+
+# --- 6. CLI consistency
+
+
+def _all_parsers():
+    from farm.cli import build_parser
+
+    p = build_parser()
+    sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
+    return p, sub.choices
+
+
+def test_every_argument_has_help_and_every_command_an_example():
+    _, commands = _all_parsers()
+    for name, parser in commands.items():
+        for action in parser._actions:
+            if action.dest == "help":
+                continue
+            assert action.help, f"farm {name}: {action.option_strings or action.dest} has no help"
+        assert parser.epilog and f"farm {name}" in parser.epilog, f"farm {name} has no example"
+        assert "examples:" in parser.format_help()
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        farm("--version")
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("farm 0.")
+
+
+def test_help_lists_every_farm_variable_the_source_reads(capsys):
+    import re
+    from pathlib import Path
+
+    from farm.settings import FARM_VARIABLES
+
+    root = Path(__file__).resolve().parents[1]
+    used = set()
+    for folder in ("farm", "renderer"):
+        for f in (root / folder).rglob("*.py"):
+            used |= set(re.findall(r"\bFARM_[A-Z][A-Z_]*[A-Z]\b", f.read_text("utf-8")))
+    used -= {"FARM_VARIABLES"}
+    listed = {n for n, _, _ in FARM_VARIABLES}
+    assert used - listed == set(), f"FARM_* variables read but not in farm.settings.FARM_VARIABLES: {used - listed}"
+    with pytest.raises(SystemExit):
+        farm("--help")
+    out = capsys.readouterr().out
+    for name, what, _ in FARM_VARIABLES:
+        assert name in out and what[:20] in out
+
+
+def test_json_latest_and_patterns_anywhere(tmp_path, capsys):
+    store, g = tmp_path / "store", tmp_path / "goldens"
+    first = make_run(store, {K1: image(1), K2: image(2), K3: image(3)})
+    assert farm("approve", "latest", "--trace", "models/b", "--out", store, "--goldens", g) == 0  # substring
+    assert GoldenIndex.load(g).traces() == {K3}
+    assert farm("approve", "latest", "--trace", "|500ms|", "--out", store, "--goldens", g) == 0
+    assert farm("approve", "latest", "--trace", "Stand|0*x32", "--out", store, "--goldens", g) == 0  # glob inside
+    assert GoldenIndex.load(g).traces() == {K1, K2, K3}
+    capsys.readouterr()
+    import os
+    import time
+
+    second = make_run(store, {K1: image(1), K2: broken(image(2))})
+    later = time.time() + 5
+    os.utime(store / "jobs" / f"{second.id}.json", (later, later))
+    assert farm("compare", "latest", "--out", store, "--goldens", g, "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["job"] == second.id and doc["verdict"] == "fail" and doc["traces"][K2]["status"] == "fail"
+    assert farm("status", "latest", "--out", store, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["job"] == second.id
+    assert farm("diff", first.id, "latest", "--out", store, "--json") == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "diff" and doc["counts"]["changed"] == 1 and doc["counts"]["removed"] == 1
+    assert farm("goldens", "--goldens", g, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["traces"] == 3
+    # -o is the command's output folder everywhere it writes one
+    assert farm("compare", "latest", "--out", store, "--goldens", g, "-o", tmp_path / "rep") == 1
+    assert (tmp_path / "rep" / "index.html").is_file()
+
+
+def test_status_of_a_missing_job_lists_every_job(tmp_path, capsys):
+    store = tmp_path / "store"
+    ids = [make_run(store, {K1: image(1)}, job_id=f"job-{i}").id for i in range(6)]
+    assert farm("status", "nope", "--out", store) == 2
+    err = capsys.readouterr().err
+    assert "jobs there (6): " + ", ".join(ids) in err
+
+
+def test_run_json(tmp_path, capsys, fake_run):
+    fake_run.append({K1: image(1)})
+    assert farm("run", "job.toml", "--update-goldens", "--json") == 0
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    assert doc["run"]["done"] == 1 and doc["comparison"]["verdict"] == "pass"
+    assert "--update-goldens=new: 1 trace(s) approved" in cap.err
+
+
+def test_size_syntax_is_one_everywhere():
+    from farm.cli.common import size_arg, square_size_arg
+
+    assert size_arg("128") == (128, 128) and size_arg("64x32") == (64, 32)
+    assert square_size_arg("96x96") == 96 and square_size_arg("96") == 96
+    import argparse
+
+    with pytest.raises(argparse.ArgumentTypeError, match="square"):
+        square_size_arg("96x64")
+    _, commands = _all_parsers()
+    for name in ("render", "thumbnails"):
+        size = next(a for a in commands[name]._actions if a.dest == "size")
+        assert "N" in size.help and ("WxH" in size.help or "NxN" in size.help)
+
+
+def test_project_file_found_upwards(tmp_path, capsys, monkeypatch):
+    from farm.settings import SettingError, broker_url, default_out, project
+
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "farm.toml").write_text('store = "my-store"\ngoldens = "my-goldens"\nassets = ["assets"]\n'
+                                        'broker = "redis://example:6379/0"\n[defaults]\nallow-new = true\n'
+                                        'limit = 3\n')
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    proj = project()
+    assert proj.path == tmp_path / "farm.toml" and proj.assets == (str(tmp_path / "assets"),)
+    assert default_out() == str(tmp_path / "my-store")
+    assert broker_url() == "redis://example:6379/0" and broker_url("local") is None
+    monkeypatch.setenv("FARM_OUT", "env-store")
+    assert default_out() == "env-store"  # the environment wins over the file
+    monkeypatch.delenv("FARM_OUT")
+    run = make_run(tmp_path / "my-store", {K1: image(1)})
+    # no --out, no --goldens: farm.toml's; [defaults] allow-new lets the new trace pass
+    assert farm("compare", run.id) == 0
+    out = capsys.readouterr().out
+    assert "PASSED" in out and "(allowed by --allow-new)" in out
+    from farm.cli import build_parser
+
+    assert build_parser().parse_args(["render", "x.mdx", "-o", "x.png"]).assets == [str(tmp_path / "assets")]
+    (tmp_path / "farm.toml").write_text('[defaults]\nno_such_option = 1\n')
+    assert farm("status", "latest") == 2
+    assert "no_such_option: no command has such an option" in capsys.readouterr().err
+    (tmp_path / "farm.toml").write_text('stor = "x"\n')
+    with pytest.raises(SettingError, match="unknown key"):
+        project()

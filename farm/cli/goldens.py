@@ -17,14 +17,28 @@ import webbrowser
 from pathlib import Path
 
 from farm import goldens as G
-from farm.cli.common import UsageError, confirm, goldens_dir, load_job, write_reports
+from farm.cli.common import RUN_HELP, UsageError, confirm, goldens_dir, load_job, print_results, write_reports
 from farm.compare.runs import diff_runs, results_for
 from farm.plan.batches import expand_manifest
 from farm.plan.manifest import load_manifest
 from farm.report.serve import serve
-from farm.report.text import summary_text
 
-__all__ = ["add_parsers"]
+__all__ = ["EXAMPLES", "add_parsers"]
+
+EXAMPLES = {
+    "compare": ["farm compare latest", "farm compare latest -o report/ --json",
+                "farm compare JOB --goldens goldens/ --allow-new --image-base https://ci.example/job/7/report/"],
+    "approve": ["farm approve latest --new                 # every trace without a golden",
+                "farm approve latest --trace crate.mdx     # every trace of that model (any part of the key)",
+                "farm approve latest --trace '*|Walk|*' --env",
+                "farm approve --undo 12 --yes              # reverse decision #12 (farm goldens log)",
+                "farm approve --redo 12 --yes"],
+    "reject": ["farm reject latest --trace 'crate.mdx|Stand' --reason 'texture missing'"],
+    "goldens": ["farm goldens", "farm goldens log --json", "farm goldens --stale nightly.toml --prune"],
+    "report": ["farm report latest -o report/ --image-base https://ci.example/job/7/report/"],
+    "serve": ["farm serve latest --open", "farm serve JOB --port 0 --by 'Ann <ann@example.com>'"],
+    "diff": ["farm diff BASE_JOB latest -o diff-report/", "farm diff main-job pr-job --base-out main-store --json"],
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -37,7 +51,7 @@ def _compare_and_print(args, report_dir) -> dict:
     folder = goldens_dir(args.goldens, job)
     results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
     html = write_reports(results, report_dir, args.image_base, args.report_url)
-    print(summary_text(results, limit=args.limit, report=html))
+    print_results(results, getattr(args, "json", False), limit=args.limit, report=html)
     return results
 
 
@@ -287,7 +301,7 @@ def cmd_diff(args) -> int:
     head = load_job(args.head, args.head_out or args.out)
     results = diff_runs(base, head)
     html = write_reports(results, args.output, args.image_base, args.report_url)
-    print(summary_text(results, limit=args.limit, report=html))
+    print_results(results, args.json, limit=args.limit, report=html)
     return 0 if results["verdict"] == "same" else 1
 
 
@@ -296,8 +310,9 @@ def cmd_diff(args) -> int:
 
 
 def _run_args(s) -> None:
-    s.add_argument("--out", help="the run's store (default: $FARM_OUT or ./farm-out)")
-    s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the run's manifest)")
+    s.add_argument("--out", help="the run's store (default: $FARM_OUT, farm.toml's store, ./farm-out)")
+    s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, farm.toml's goldens, else next to the"
+                                     " run's manifest)")
 
 
 IMAGE_BASE_HELP = ("where the report folder is published, for the links in summary.md (default: relative img/);"
@@ -313,19 +328,22 @@ def _summary_args(s) -> None:
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("compare", help="compare a run with its goldens (exit 1 on failures and new traces)")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
-    s.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    s.add_argument("-o", "--output", "--report", dest="report", metavar="DIR",
+                   help="write the HTML report, junit.xml and summary.md there (this command's output folder)")
+    s.add_argument("--json", action="store_true", help="print the verdict, counts and each trace's status as JSON")
     _summary_args(s)
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo the last decision)")
-    s.add_argument("run", metavar="RUN", nargs="?", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", nargs="?", help=RUN_HELP)
     _run_args(s)
-    s.add_argument("--trace", action="append", metavar="PATTERN", help="trace keys (glob, e.g. 'models/crate.mdx|*';"
+    s.add_argument("--trace", action="append", metavar="PATTERN", help="traces whose key contains PATTERN anywhere"
+                                                                        " (a substring, or a glob such as '*|Walk|*';"
                                                                         " repeatable)")
     s.add_argument("--new", action="store_true", help="the traces that have no golden yet")
     s.add_argument("--failed", action="store_true", help="the traces that differ from their goldens (not those"
@@ -347,9 +365,10 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_approve)
 
     s = sub.add_parser("reject", help="mark the images a run stored as known-bad for their traces")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
-    s.add_argument("--trace", action="append", required=True, metavar="PATTERN", help="trace keys (glob; repeatable)")
+    s.add_argument("--trace", action="append", required=True, metavar="PATTERN",
+                   help="traces whose key contains PATTERN anywhere (substring or glob; repeatable)")
     s.add_argument("--reason", help="why (shown when a later run renders the same image)")
     s.add_argument("--env", action="store_true", help="reject for the rendering environment only")
     s.add_argument("--by", help="who rejects (default: $FARM_USER, git user.name/email, $USER)")
@@ -365,12 +384,12 @@ def add_parsers(sub) -> None:
                                                        " images no golden uses (exit 1 when there are any)")
     s.add_argument("--prune", action="store_true", help="with --stale: remove them (lines can be restored by"
                                                         " farm approve --undo)")
-    s.add_argument("--by", help="who prunes")
+    s.add_argument("--by", help="who prunes (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--limit", type=int, help="recent decisions to list (default 5; `goldens log`: all)")
     s.set_defaults(func=cmd_goldens)
 
     s = sub.add_parser("report", help="write a run's HTML report, junit.xml and summary.md")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder")
     _run_args(s)
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
@@ -380,7 +399,7 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
     s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     s.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
@@ -390,10 +409,11 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("diff", help="compare two runs: changed, added and removed traces (exit 1 on changes)")
-    s.add_argument("base", metavar="BASE", help="the run before (job id or jobs/<id>.json)")
-    s.add_argument("head", metavar="HEAD", help="the run after")
+    s.add_argument("base", metavar="BASE", help="the run before (job id, jobs/<id>.json, or 'latest')")
+    s.add_argument("head", metavar="HEAD", help="the run after (job id, jobs/<id>.json, or 'latest')")
     s.add_argument("-o", "--output", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
-    s.add_argument("--out", help="store of both runs (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--json", action="store_true", help="print the verdict, counts and each trace's status as JSON")
+    s.add_argument("--out", help="store of both runs (default: $FARM_OUT, farm.toml's store, ./farm-out)")
     s.add_argument("--base-out", help="BASE's store, when it differs")
     s.add_argument("--head-out", help="HEAD's store, when it differs")
     _summary_args(s)

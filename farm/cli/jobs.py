@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import sys
@@ -9,10 +10,13 @@ from pathlib import Path
 
 from farm import goldens as G
 from farm.cli.common import (
+    RUN_HELP,
     UsageError,
     add_runner_options,
     goldens_dir,
+    job_ref,
     print_results,
+    results_json,
     workers_arg,
     write_reports,
 )
@@ -22,7 +26,17 @@ from farm.goldens import GoldenError
 from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
 
-__all__ = ["add_parsers", "compare_after_run"]
+__all__ = ["EXAMPLES", "add_parsers", "compare_after_run", "compare_step"]
+
+EXAMPLES = {
+    "run": ["farm run nightly.toml                       # render, compare with the goldens next to it",
+            "farm run nightly.toml --update-goldens      # a first run: approve the new traces as goldens",
+            "farm run nightly.toml -o report/ --json     # write the report, print JSON",
+            "farm run nightly.toml --broker redis://localhost:6379/0 --allow-new"],
+    "status": ["farm status latest", "farm status nightly-20260101-020000 --out /srv/farm-out --json"],
+    "retry": ["farm retry latest --failed", "farm retry JOB --failed --pending --workers 4"],
+    "demo": ["farm demo --out demo-out"],
+}
 
 
 UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
@@ -54,10 +68,11 @@ def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bo
     return rec
 
 
-def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                      required: bool = False, update: str | None = None, as_json: bool = False,
-                      allow_blank: bool = False) -> int | None:
-    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for).
+def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
+                 required: bool = False, update: str | None = None,
+                 allow_blank: bool = False) -> tuple[int | None, dict | None, object]:
+    """The comparison step of `farm run`: (exit status or None when the run has no goldens and none
+    were asked for, the results, the report's index.html). Messages go to stdout, errors to stderr.
 
     `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
     goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
@@ -68,7 +83,7 @@ def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = Fa
         if folder is None:
             print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
                   f" frames the goldens after looking at them: {bootstrap_command(job, None)}")
-            return None
+            return None, None, None
         results = compare_run(job, folder, allow_new=allow_new)
         if update:
             if _update_goldens(job, folder, update, results, allow_blank) is not None:
@@ -78,10 +93,17 @@ def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = Fa
                   f" with: {bootstrap_command(job, folder)}")
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 2, None, None
     html = write_reports(results, report)
-    print_results(results, as_json, report=html)
-    return 0 if results["verdict"] == "pass" else 1
+    return (0 if results["verdict"] == "pass" else 1), results, html
+
+
+def compare_after_run(job, explicit_goldens: str | None, **kw) -> int | None:
+    """`compare_step`, printing the summary (farm demo and farm run)."""
+    code, results, html = compare_step(job, explicit_goldens, **kw)
+    if results is not None:
+        print_results(results, report=html)
+    return code
 
 
 def cmd_demo(args) -> int:
@@ -98,6 +120,11 @@ def _finish_job(job, verb: str) -> int:
     return 0
 
 
+def _job_json(job) -> dict:
+    return {"job": job.id, "store": job.store.location, **job.counts(),
+            "failed_traces": {k: job.traces[k]["error"] for k in job.keys("failed")}}
+
+
 def cmd_run(args) -> int:
     try:
         job = run_job(args.manifest, out=args.out, broker=args.broker, workers=args.workers, job_id=args.job_id,
@@ -106,21 +133,33 @@ def cmd_run(args) -> int:
         print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
               file=sys.stderr)
         return 130
+    if args.json:  # everything on stdout is one JSON object: the job, then its comparison
+        c = job.counts()
+        rendered = 1 if c["failed"] or c["pending"] else 0
+        out = {"run": _job_json(job), "comparison": None}
+        compared = None
+        if not args.no_compare:
+            with contextlib.redirect_stdout(sys.stderr):
+                compared, results, html = compare_step(job, args.goldens, allow_new=args.allow_new,
+                                                       report=args.report, update=args.update_goldens,
+                                                       allow_blank=args.allow_blank)
+            if results is not None:
+                out["comparison"] = results_json(results, html)
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return max(rendered, compared or 0)
     rendered = _finish_job(job, "run")
     if args.no_compare:
         return rendered
     compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
-                                 update=args.update_goldens, as_json=False, allow_blank=args.allow_blank)
+                                 update=args.update_goldens, allow_blank=args.allow_blank)
     return max(rendered, compared or 0)
 
 
 def cmd_status(args) -> int:
-    job = JobState.load(args.job, args.out)
+    job = JobState.load(job_ref(args.job, args.out), args.out)
     job.merge_worker_results()
     if args.json:
-        print(json.dumps({"job": job.id, **job.counts(), "failed_traces": {k: job.traces[k]["error"]
-                                                                          for k in job.keys("failed")}},
-                         indent=2, sort_keys=True))
+        print(json.dumps(_job_json(job), indent=2, sort_keys=True))
     else:
         print(status_text(job, limit=args.limit))
     c = job.counts()
@@ -130,8 +169,8 @@ def cmd_status(args) -> int:
 def cmd_retry(args) -> int:
     if not (args.failed or args.pending):
         raise SystemExit("farm retry: say what to run again: --failed and/or --pending")
-    job = retry_job(args.job, out=args.out, failed=args.failed, pending=args.pending, broker=args.broker,
-                    workers=args.workers, progress=False if args.no_progress else None)
+    job = retry_job(job_ref(args.job, args.out), out=args.out, failed=args.failed, pending=args.pending,
+                    broker=args.broker, workers=args.workers, progress=False if args.no_progress else None)
     return _finish_job(job, "retry")
 
 
@@ -140,7 +179,8 @@ def add_run_options(s) -> None:
     g = s.add_argument_group("comparison with goldens (when the manifest has goldens, or with --goldens)")
     g.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the manifest)")
     g.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the run")
-    g.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    g.add_argument("-o", "--output", "--report", dest="report", metavar="DIR",
+                   help="write the HTML report, junit.xml and summary.md there (this command's output folder)")
     g.add_argument("--no-compare", action="store_true", help="render only, even when goldens exist")
     g.add_argument("--update-goldens", nargs="?", const="new", choices=sorted(UPDATE_MODES), metavar="new|failed|all",
                    help="after comparing, approve the traces that are new (default), failed, or all of them, as the"
@@ -153,19 +193,21 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("run", help="render a job manifest (local process pool, or Celery workers with a broker)")
     s.add_argument("manifest", help="job manifest (TOML)")
     s.add_argument("--job-id", help="name the job (default: NAME-DATE-TIME-XXXX)")
+    s.add_argument("--json", action="store_true", help="print one JSON object: the run's counts and its comparison"
+                                                       " (the summary goes to stderr)")
     add_runner_options(s)
     add_run_options(s)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("status", help="show a job's frames: done, failed (with the reason), pending")
-    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
-    s.add_argument("--out", help="output store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("job", help=RUN_HELP)
+    s.add_argument("--out", help="output store (default: $FARM_OUT, farm.toml's store, ./farm-out)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--limit", type=int, default=20, help="failed frames to list (default 20)")
     s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("retry", help="render a job's failed (or unfinished) frames again")
-    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("job", help=RUN_HELP)
     s.add_argument("--failed", action="store_true", help="frames that failed")
     s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
     add_runner_options(s)

@@ -16,8 +16,8 @@ from pathlib import Path
 from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
 from farm.images import blank_reason, image_digest, read_png
 
-__all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "prune", "redo", "redo_target",
-           "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
+__all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "matches", "prune", "redo",
+           "redo_target", "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
 
 
 @dataclass
@@ -68,14 +68,20 @@ def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]
     return out, skipped
 
 
+def matches(key: str, pattern: str) -> bool:
+    """Does `pattern` match any part of trace key `key` (substring, or a glob anywhere in it)?"""
+    return pattern in key or fnmatch.fnmatchcase(key, pattern) or fnmatch.fnmatchcase(key, f"*{pattern}*")
+
+
 def select_traces(job, patterns: Iterable[str] = (), statuses: Iterable[str] | None = None,
                   results: Mapping | None = None) -> list[str]:
-    """Trace keys of a run matching any glob in `patterns` (all when none) and, when `statuses` is
-    given, whose comparison status (from `results`) is one of them."""
+    """Trace keys of a run matching any of `patterns` (all when none) and, when `statuses` is
+    given, whose comparison status (from `results`) is one of them. A pattern matches any part of
+    a key: as a substring (``crate.mdx``, ``|Walk|``) or as a glob anywhere in it (``crate*|Stand``)."""
     patterns = list(patterns)
     keys = sorted(job.traces)
     if patterns:
-        keys = [k for k in keys if any(fnmatch.fnmatchcase(k, p) or k == p for p in patterns)]
+        keys = [k for k in keys if any(matches(k, p) for p in patterns)]
     if statuses is not None:
         wanted = set(statuses)
         traces = (results or {}).get("traces", {})

@@ -93,7 +93,7 @@ class JobState:
             data = store.read_job(job_id)
         except FileNotFoundError:
             known = store.job_ids()
-            hint = f"; jobs there: {', '.join(known[-5:])}" if known else ""
+            hint = f"; jobs there ({len(known)}): {', '.join(known)}" if known else "; it has no jobs yet"
             raise JobError(f"no job {job_id!r} in {store.location} (pass --out DIR or the path of its"
                            f" jobs/<id>.json){hint}") from None
         except ValueError as e:
