@@ -17,6 +17,8 @@ Conventions every command keeps (tests/test_cli_ux.py checks them):
   the store).
 - ``--trace PATTERN`` matches any part of a key: a substring, or a glob anywhere in it.
 - farm.toml (farm.settings.project) gives store, goldens, assets, broker and option defaults.
+- ``-v``/``-q`` on every command: logging (farm.run.progress.configure_logging); -q also turns
+  progress off. Progress is a bar on a terminal and a line every few seconds in CI.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from farm.cli.common import UsageError
 from farm.goldens import GoldenError
 from farm.plan.manifest import ManifestError
 from farm.run.jobs import JobError
+from farm.run.progress import configure_logging
 from farm.settings import SettingError, project, variables_help
 from renderer.errors import FormatError
 from renderer.frame import RENDERER_VERSION
@@ -77,6 +80,10 @@ def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.add_parsers(sub)
+    for sp in sub.choices.values():
+        sp.add_argument("-v", "--verbose", action="count", default=0, help="say more (-v: info, -vv: debug)")
+        sp.add_argument("-q", "--quiet", action="store_true", help="only errors (no warnings, no progress)")
+    for group in GROUPS:
         for name, lines in getattr(group, "EXAMPLES", {}).items():
             sp = sub.choices[name]
             sp.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -93,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    if args.quiet and hasattr(args, "no_progress"):
+        args.no_progress = True
     try:
         return args.func(args)
     except FormatError as e:
