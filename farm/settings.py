@@ -300,6 +300,9 @@ FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
                             " (POSTed the status JSON)", "-"),
     ("FARM_NIGHTLY_STATE", "beat's state folder (its schedule file: celery beat --schedule)",
      "$FARM_NIGHTLY_REPORTS/state"),
+    ("FARM_NIGHTLY_STATUS", "set for the notify command: pass, fail or error", "-"),
+    ("FARM_NIGHTLY_DATE", "set for the notify command: the night's date (YYYY-MM-DD)", "-"),
+    ("FARM_NIGHTLY_REPORT", "set for the notify command: the night's index.html", "-"),
 )
 
 

@@ -1,9 +1,10 @@
-"""Commands on jobs: run, status, retry, demo; and the comparison step that follows `farm run`."""
+"""Commands on jobs: run, status, retry, demo, nightly; and the comparison step that follows `farm run`."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -23,8 +24,10 @@ from farm.cli.common import (
 from farm.compare.runs import compare_run
 from farm.demo import run_demo
 from farm.goldens import GoldenError
+from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
 from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
+from farm.settings import default_out
 
 __all__ = ["EXAMPLES", "add_parsers", "compare_after_run", "compare_step"]
 
@@ -36,6 +39,10 @@ EXAMPLES = {
     "status": ["farm status latest", "farm status nightly-20260101-020000 --out /srv/farm-out --json"],
     "retry": ["farm retry latest --failed", "farm retry JOB --failed --pending --workers 4"],
     "demo": ["farm demo --out demo-out"],
+    "nightly": ["farm nightly run-now --manifest nightly.toml --notify 'mail -s nightly team@example.com'",
+                "farm nightly run-now --notify https://chat.example/hooks/farm",
+                "farm nightly beat-command --manifest /assets/nightly.toml   # prints the celery beat line",
+                "farm nightly index --reports farm-out/nightly"],
 }
 
 
@@ -174,6 +181,40 @@ def cmd_retry(args) -> int:
     return _finish_job(job, "retry")
 
 
+def cmd_nightly(args) -> int:
+    """farm nightly run-now | beat-command | index (farm.nightly)."""
+    env = dict(os.environ)
+    if args.manifest:
+        env["FARM_NIGHTLY_MANIFEST"] = args.manifest
+    if args.out:
+        env["FARM_OUT"] = args.out
+    if getattr(args, "reports", None):
+        env["FARM_NIGHTLY_REPORTS"] = args.reports
+    settings = nightly_settings(env)
+    if args.action == "index":
+        reports = args.reports or (settings or {}).get("reports") or str(Path(default_out(env)) / "nightly")
+        print(f"wrote {write_index(reports)}")
+        return 0
+    if settings is None:
+        raise UsageError("which manifest? pass --manifest FILE or set FARM_NIGHTLY_MANIFEST")
+    if args.action == "beat-command":
+        print(beat_command(settings))
+        return 0
+    status = run_nightly(settings["manifest"], reports=settings["reports"], goldens=args.goldens or settings["goldens"],
+                         out=settings["out"], broker=args.broker, workers=args.workers, allow_new=args.allow_new,
+                         notify_to=args.notify)
+    print(f"nightly {status['date']}: {status['status']}" + (f" ({status['job']})" if status.get("job") else ""))
+    for problem in status.get("problems") or []:
+        print(f"problem: {problem}")
+    if status.get("report"):
+        print(f"report: {Path(settings['reports']) / status['report']}")
+    print(f"index: {Path(settings['reports']) / 'index.html'}")
+    if status.get("notify"):
+        n = status["notify"]
+        print(f"notified {n['target']}: {'ok' if n['ok'] else 'FAILED'} ({n['detail']})")
+    return {"pass": 0, "fail": 1}.get(status["status"], 2)
+
+
 def add_run_options(s) -> None:
     """The comparison options of `farm run`."""
     g = s.add_argument_group("comparison with goldens (when the manifest has goldens, or with --goldens)")
@@ -212,6 +253,20 @@ def add_parsers(sub) -> None:
     s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
     add_runner_options(s)
     s.set_defaults(func=cmd_retry)
+    s = sub.add_parser("nightly", help="the nightly run: run-now (here, at once), beat-command (the celery beat line"
+                                        " with its schedule file in the state folder), index (rewrite index.html)")
+    s.add_argument("action", choices=("run-now", "beat-command", "index"), help="what to do (see above)")
+    s.add_argument("--manifest", help="the manifest (default: $FARM_NIGHTLY_MANIFEST)")
+    s.add_argument("--reports", metavar="DIR", help="dated reports, status files and index.html (default:"
+                                                    " $FARM_NIGHTLY_REPORTS, else STORE/nightly)")
+    s.add_argument("--goldens", help="goldens folder (default: $FARM_NIGHTLY_GOLDENS, else next to the manifest)")
+    s.add_argument("--notify", metavar="CMD|URL", help="after the night: a command (summary on stdin) or an http(s)"
+                                                       " URL (POST of the status JSON) (default:"
+                                                       " $FARM_NIGHTLY_NOTIFY)")
+    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the night")
+    add_runner_options(s)
+    s.set_defaults(func=cmd_nightly)
+
     s = sub.add_parser("demo", help="render the sample models (goldens/manifest.toml) locally, compare them with"
                                      " the committed goldens, write the report")
     s.add_argument("--out", default="demo-out", help="models, store/ and report/ go here (default demo-out)")

@@ -26,7 +26,7 @@ from farm.report.markdown import markdown_summary
 from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
 from farm.store import open_store
 
-__all__ = ["build_views", "render_html", "write_report"]
+__all__ = ["build_views", "render_html", "render_nightly_index", "write_report"]
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -177,3 +177,28 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
                                                      report_url=report_url).encode("utf-8"))
     atomic_write(paths["results"], json_bytes(results))
     return paths
+
+
+def render_nightly_index(history: list[dict], trend_nights: int = 60) -> str:
+    """The nightly index page (farm.nightly.write_index): `history` (oldest first, one entry per
+    date: date, status, counts, job, report) newest first, a trend strip and pass rates."""
+    nights = []
+    for h in reversed(history):
+        counts = h.get("counts") or {}
+        text = ", ".join(f"{counts[k]} {LABELS.get(k, k)}" for k in REPORT_ORDER if counts.get(k)) or "-"
+        status = h.get("status") if h.get("status") in ("pass", "fail") else "error"
+        nights.append({**h, "status": status, "counts_text": text,
+                       "link": h.get("report") or f"{h.get('date')}/status.json"})
+
+    def rate(n: int) -> dict:
+        last = nights[:n]
+        return {"n": len(last), "passed": sum(1 for x in last if x["status"] == "pass")}
+
+    streak = {"n": 0, "status": nights[0]["status"] if nights else ""}
+    for x in nights:
+        if x["status"] != streak["status"]:
+            break
+        streak["n"] += 1
+    return _env().get_template("nightly.html.j2").render(
+        nights=nights, latest=nights[0] if nights else None, trend=list(reversed(nights[:trend_nights])),
+        rate7=rate(7), rate30=rate(30), streak=streak)

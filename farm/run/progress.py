@@ -184,6 +184,14 @@ class OnceFilter(logging.Filter):
         return True
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a record comes (it may be replaced after set-up)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 _HANDLER: logging.Handler | None = None
 
 
@@ -196,7 +204,7 @@ def configure_logging(verbose: int = 0, quiet: bool = False, stream=None) -> log
     root = logging.getLogger("farm")
     if _HANDLER is not None:
         root.removeHandler(_HANDLER)
-    _HANDLER = logging.StreamHandler(stream or sys.stderr)
+    _HANDLER = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     _HANDLER.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     _HANDLER.addFilter(OnceFilter())
     root.addHandler(_HANDLER)
