@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as _dt
 import json
 import os
 import shlex
@@ -23,6 +24,7 @@ from farm.cli.common import (
 )
 from farm.compare.runs import compare_run
 from farm.demo import run_demo
+from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
 from farm.report.model import shell_path
@@ -173,10 +175,38 @@ def cmd_status(args) -> int:
     return 0 if not (c["failed"] or c["pending"]) else 1
 
 
+def manifest_change(job) -> str | None:
+    """A sentence when the job's manifest changed (or went) since the job was planned, else None.
+    Jobs recorded before the manifest's sha256 was kept are judged by the file's time."""
+    manifest = job.data.get("manifest")
+    if not manifest:
+        return None
+    path = Path(manifest)
+    if not path.is_file():
+        return f"the manifest {manifest} of job {job.id} is gone; retry renders the traces as they were planned"
+    then = job.data.get("manifest_sha256")
+    if then:
+        changed = file_digest(path) != then
+    else:
+        created = job.data.get("created")
+        try:
+            changed = created is not None and path.stat().st_mtime > _dt.datetime.fromisoformat(created).timestamp()
+        except ValueError:
+            changed = False
+    if not changed:
+        return None
+    return (f"the manifest {shell_path(path)} changed since job {job.id} was planned ({job.data.get('created')});"
+            f" retry renders the traces as they were planned then (farm run {shell_path(path)} plans it anew)")
+
+
 def cmd_retry(args) -> int:
     if not (args.failed or args.pending):
         raise SystemExit("farm retry: say what to run again: --failed and/or --pending")
-    job = retry_job(job_ref(args.job, args.out), out=args.out, failed=args.failed, pending=args.pending,
+    ref = job_ref(args.job, args.out)
+    note = manifest_change(JobState.load(ref, args.out))
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    job = retry_job(ref, out=args.out, failed=args.failed, pending=args.pending,
                     broker=args.broker, workers=args.workers, progress=False if args.no_progress else None)
     return _finish_job(job, "retry")
 

@@ -19,6 +19,7 @@ batch code (farm.run.local).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import re
 import secrets
 import time
@@ -72,7 +73,8 @@ class JobState:
                   for k, v in plan.traces.items()}
         data = {
             "format": FORMAT, "job": job_id, "name": manifest.name, "manifest": str(manifest.path),
-            "created": _now(), "runs": [], "models": plan.models,
+            "manifest_sha256": hashlib.sha256(manifest.text.encode("utf-8")).hexdigest()
+            if getattr(manifest, "text", None) else None, "created": _now(), "runs": [], "models": plan.models,
             "trace_thresholds": [{"match": t.match, "values": t.values, "line": t.line}
                                  for t in manifest.trace_thresholds],
             "batches": {b.id: b.to_dict() for b in plan.batches}, "traces": traces,
