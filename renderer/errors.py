@@ -27,6 +27,8 @@ class FormatError(Exception):
     def sentence(self) -> str:
         at = f" at {self.unit} {self.offset}" if self.offset is not None else ""
         place = f" {self.where}" if self.where else ""
+        if not place and not at:  # "x.mdx: cannot read file: ...", not "x.mdx:: ..."
+            return f"{self.path}: {self.problem}"
         return f"{self.path}:{place}{at}: {self.problem}"
 
 

@@ -285,3 +285,28 @@ def test_project_file_found_upwards(tmp_path, capsys, monkeypatch):
     (tmp_path / "farm.toml").write_text('stor = "x"\n')
     with pytest.raises(SettingError, match="unknown key"):
         project()
+
+
+# --- 10. small slips
+
+
+def test_small_slips(tmp_path, capsys):
+    store, g = tmp_path / "store", tmp_path / "goldens"
+    run = make_run(store, {K1: image(1), K2: image(2)})
+    assert farm("reject", run.id, "--trace", K1, "--out", store, "--goldens", g) == 0
+    out = capsys.readouterr().out
+    assert "1 trace(s) rejected by ci-bot" in out and "rejectd" not in out
+    assert farm("inspect", tmp_path / "x.mdx") == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'x.mdx'}: cannot read file" in err and "::" not in err
+    # the diff summary's thumbnails: head frame alt "head", base frame alt "base" (not new/golden, not swapped)
+    from farm.compare.runs import diff_runs
+    from farm.report import write_report
+
+    head = make_run(store, {K1: broken(image(1)), K2: image(2)})
+    results = diff_runs(run, head)
+    write_report(results, tmp_path / "r")
+    md = (tmp_path / "r" / "summary.md").read_text()
+    t = results["traces"][K1]
+    assert f'<img src="img/{t["png"]}.png" width="96" alt="head">' in md
+    assert f'<img src="img/{t["golden"]["png"]}.png" width="96" alt="base">' in md
