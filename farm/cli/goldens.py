@@ -239,7 +239,8 @@ def cmd_goldens(args) -> int:
         if args.prune and (report.entries or report.images):
             rec, removed = G.prune(folder, keys, by=G.default_user(args.by))
             n = len(rec["changes"]) if rec else 0
-            print(f"pruned {n} line(s) (undo with: farm approve --undo --goldens {folder}) and {len(removed)}"
+            undo = f"farm approve --undo {rec['id']} --goldens {folder}" if rec else "nothing to undo"
+            print(f"pruned {n} line(s) (undo with: {undo}) and {len(removed)}"
                   f" image(s)")
             return 0
         if not report.anything and not report.missing:
@@ -339,7 +340,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_compare)
 
-    s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo the last decision)")
+    s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo/--redo a decision)")
     s.add_argument("run", metavar="RUN", nargs="?", help=RUN_HELP)
     _run_args(s)
     s.add_argument("--trace", action="append", metavar="PATTERN", help="traces whose key contains PATTERN anywhere"
