@@ -14,7 +14,7 @@ import numpy as np
 
 from renderer.png import TRACE_KEY, png_bytes, read_png
 
-__all__ = ["TRACE_KEY", "as_rgba", "image_digest", "png_bytes", "png_pixel_digest", "read_png"]
+__all__ = ["TRACE_KEY", "as_rgba", "blank_reason", "image_digest", "png_bytes", "png_pixel_digest", "read_png"]
 
 
 def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
@@ -45,3 +45,18 @@ def png_pixel_digest(png: bytes) -> tuple[str, tuple[int, int], dict | None]:
     """(pixel digest, (width, height), trace) of PNG bytes."""
     rgba, trace = read_png(png)
     return image_digest(rgba), (rgba.shape[1], rgba.shape[0]), trace
+
+
+def blank_reason(rgba: np.ndarray) -> str | None:
+    """Why a frame is blank (nothing was drawn, most likely), or None: "fully transparent" when
+    every alpha is 0, "every pixel is #rrggbbaa" when all pixels have one value. The report shows
+    a warning badge for such a frame and approving one needs --allow-blank (farm.goldens.approve)."""
+    px = as_rgba(rgba)
+    if px.size == 0:
+        return "empty image"
+    if not px[..., 3].any():
+        return "fully transparent"
+    flat = px.reshape(-1, 4)
+    if (flat == flat[0]).all():
+        return "every pixel is #" + "".join(f"{int(v):02x}" for v in flat[0])
+    return None

@@ -13,13 +13,23 @@ FARM_NIGHTLY_REPORTS       where the dated reports and status files go          
 FARM_NIGHTLY_GOLDENS       the goldens folder                                    found next to the manifest
 FARM_NIGHTLY_QUEUE         the queue the nightly task goes to                    farm-nightly
 FARM_NIGHTLY_TIME_LIMIT    seconds the whole nightly run may take                43200 (12 h)
+FARM_NIGHTLY_NOTIFY        after each night: a command or an http(s) URL         -
+FARM_NIGHTLY_STATE         beat's state folder (its schedule file)               REPORTS/state
 =========================  ====================================================  =====================
 
-Start beat next to the workers (the task and the schedule are registered by farm.celery; this
-module imports no Celery):
+(Every FARM_* variable is also in farm.settings.FARM_VARIABLES, which `farm --help` prints.)
 
-    FARM_NIGHTLY_MANIFEST=/assets/nightly.toml celery -A farm.celery beat
+Start beat next to the workers (the task and the schedule are registered by farm.celery; this
+module imports no Celery). Beat keeps its schedule state (when each entry last ran) in a file; put
+it in the state folder, so it survives restarts and does not land in whatever folder beat was
+started from (`farm nightly beat-command` prints this line with the folder filled in):
+
+    FARM_NIGHTLY_MANIFEST=/assets/nightly.toml celery -A farm.celery beat \
+        --schedule /srv/farm-out/nightly/state/celerybeat-schedule
     celery -A farm.celery worker -Q farm,farm-nightly --concurrency 2   # or a worker of its own: -Q farm-nightly
+
+A night can also be run at once, in this process, without beat or Celery (the same function the
+task runs): ``farm nightly run-now`` (the FARM_NIGHTLY_* settings, or its options).
 
 The nightly task coordinates (it sends the batches to the render queue and waits for them), so it
 has a queue of its own: a worker whose only pool process is busy waiting for the nightly task
@@ -31,29 +41,47 @@ Each night writes, under the reports folder::
     YYYY-MM-DD/status.json
     status.json          the latest night's status (same content)
     history.jsonl        one line per night: date, status, counts, run
+    index.html           every night, newest first, with the pass/fail trend (`write_index`)
 
 status.json: ``{"date", "status": "pass" | "fail" | "error", "counts", "problems", "job", "store",
-"report", "manifest", "goldens", "started", "finished"}``. A run that cannot start (a broken
-manifest, no goldens) still writes its status file, with status "error" and the reason.
+"report", "manifest", "goldens", "started", "finished", "notify"}``. A run that cannot start (a
+broken manifest, no goldens) still writes its status file, with status "error" and the reason.
+
+Notification: after the status files, `notify` (FARM_NIGHTLY_NOTIFY) is told. An ``http://`` or
+``https://`` URL gets a POST of the status JSON with ``"summary"`` (the night's summary.md, or a
+line) added; anything else is a command (split like a shell would, not run by one) that gets the
+summary on stdin and FARM_NIGHTLY_STATUS, FARM_NIGHTLY_DATE, FARM_NIGHTLY_REPORT (the absolute
+path of the night's index.html) in its environment. A notification that fails is noted in
+``status["notify"]`` and in the log; it never fails the night.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import logging
 import os
+import shlex
 import shutil
+import subprocess
 import traceback
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from farm.compare.runs import compare_run
-from farm.files import atomic_write_json
+from farm.files import atomic_write, atomic_write_json
 from farm.goldens import find_goldens
 from farm.report import write_report
+from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
 from farm.settings import default_out, env_int
 
-__all__ = ["NIGHTLY_QUEUE", "TASK_NAME", "nightly_settings", "run_nightly"]
+__all__ = ["NIGHTLY_QUEUE", "SCHEDULE_NAME", "TASK_NAME", "beat_command", "notify", "nightly_settings",
+           "read_history", "run_nightly", "write_index"]
+
+log = logging.getLogger("farm.nightly")
+SCHEDULE_NAME = "celerybeat-schedule"  # beat's state file, in the state folder
 
 TASK_NAME = "farm.nightly"
 NIGHTLY_QUEUE = "farm-nightly"
@@ -66,11 +94,14 @@ def nightly_settings(environ=None) -> dict | None:
     if not manifest:
         return None
     out = default_out(env)
+    reports = env.get("FARM_NIGHTLY_REPORTS") or str(Path(out) / "nightly")
     return {
         "manifest": manifest,
         "hour": env_int("FARM_NIGHTLY_HOUR", 2, env, maximum=23),
         "minute": env_int("FARM_NIGHTLY_MINUTE", 0, env, maximum=59),
-        "reports": env.get("FARM_NIGHTLY_REPORTS") or str(Path(out) / "nightly"),
+        "reports": reports,
+        "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
+        "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
         "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
         "out": out,
         "queue": env.get("FARM_NIGHTLY_QUEUE") or NIGHTLY_QUEUE,
@@ -89,12 +120,81 @@ def _write_status(reports: Path, day_dir: Path, status: dict) -> None:
     line = {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")}
     with open(reports / "history.jsonl", "a", encoding="utf-8") as f:
         f.write(json.dumps(line, sort_keys=True) + "\n")
+    write_index(reports)
+
+
+def read_history(reports: str | Path) -> list[dict]:
+    """history.jsonl, one entry per date (a night run again: its last line), oldest first."""
+    by_date: dict[str, dict] = {}
+    try:
+        text = (Path(reports) / "history.jsonl").read_text("utf-8")
+    except FileNotFoundError:
+        return []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("date"):
+            by_date[rec["date"]] = rec
+    return [by_date[d] for d in sorted(by_date)]
+
+
+def write_index(reports: str | Path) -> Path:
+    """reports/index.html: every night (newest first) with its counts and report, and the trend."""
+    reports = Path(reports)
+    path = reports / "index.html"
+    atomic_write(path, render_nightly_index(read_history(reports)).encode("utf-8"))
+    return path
+
+
+def beat_command(settings: dict) -> str:
+    """The `celery beat` line with its schedule file in the state folder (created)."""
+    state = Path(settings["state"]).absolute()
+    state.mkdir(parents=True, exist_ok=True)
+    return (f"FARM_NIGHTLY_MANIFEST={shlex.quote(str(Path(settings['manifest']).absolute()))} celery -A farm.celery"
+            f" beat --schedule {shlex.quote(str(state / SCHEDULE_NAME))} --loglevel INFO")
+
+
+def _summary(day_dir: Path, status: dict) -> str:
+    try:
+        return (day_dir / "summary.md").read_text("utf-8")
+    except OSError:
+        problems = "; ".join(status.get("problems") or [])
+        return f"modelfarm nightly {status['date']}: {status['status']}" + (f": {problems}" if problems else "")
+
+
+def notify(target: str, status: dict, summary: str, report: Path | None, timeout: float = 30.0) -> dict:
+    """Tell `target` (a URL: POST JSON; else a command: summary on stdin) about a night; what happened."""
+    if target.startswith(("http://", "https://")):
+        body = json.dumps({**status, "summary": summary}, sort_keys=True).encode("utf-8")
+        req = urllib.request.Request(target, data=body, method="POST",
+                                     headers={"Content-Type": "application/json", "User-Agent": "modelfarm"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return {"target": target, "ok": 200 <= r.status < 300, "detail": f"HTTP {r.status}"}
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            return {"target": target, "ok": False, "detail": f"{type(e).__name__}: {e}"}
+    try:
+        argv = shlex.split(target)
+    except ValueError as e:
+        return {"target": target, "ok": False, "detail": f"cannot split the command: {e}"}
+    env = {**os.environ, "FARM_NIGHTLY_STATUS": str(status.get("status")), "FARM_NIGHTLY_DATE": str(status["date"]),
+           "FARM_NIGHTLY_REPORT": str(report.absolute()) if report else ""}
+    try:
+        done = subprocess.run(argv, input=summary, text=True, env=env, capture_output=True, timeout=timeout,
+                              check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"target": target, "ok": False, "detail": f"{type(e).__name__}: {e}"}
+    detail = f"exit status {done.returncode}" + (f": {done.stderr.strip()[-300:]}" if done.returncode else "")
+    return {"target": target, "ok": done.returncode == 0, "detail": detail}
 
 
 def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Path | None = None,
                 out: str | Path | None = None, broker: str | None = None, workers: int | None = None,
-                now: _dt.datetime | None = None, allow_new: bool = False) -> dict:
-    """Render `manifest`, compare it with its goldens, write the dated report and status files.
+                now: _dt.datetime | None = None, allow_new: bool = False, notify_to: str | None = None) -> dict:
+    """Render `manifest`, compare it with its goldens, write the dated report and status files,
+    the index page, and tell `notify_to` (default FARM_NIGHTLY_NOTIFY).
 
     Returns the status dict. Never raises for a failing night: the status says "fail" or "error".
     """
@@ -107,7 +207,7 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
     day_dir.mkdir(parents=True)
     status = {"date": date, "status": "error", "counts": None, "problems": [], "job": None,
               "store": str(Path(out or default_out()).absolute()), "report": None, "manifest": str(manifest),
-              "goldens": None, "started": now.isoformat(timespec="seconds"), "finished": None}
+              "goldens": None, "started": now.isoformat(timespec="seconds"), "finished": None, "notify": None}
     try:
         folder = find_goldens(manifest, goldens)
         if folder is None:
@@ -125,5 +225,11 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         status["problems"] = [f"{type(e).__name__}: {e}"]
         status["traceback"] = traceback.format_exc(limit=8)
     status["finished"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    target = notify_to if notify_to is not None else (os.environ.get("FARM_NIGHTLY_NOTIFY") or None)
+    if target:
+        report = day_dir / "index.html" if status["report"] else None
+        status["notify"] = notify(target, status, _summary(day_dir, status), report)
+        if not status["notify"]["ok"]:
+            log.warning("nightly %s: the notification to %s failed: %s", date, target, status["notify"]["detail"])
     _write_status(reports, day_dir, status)
     return status

@@ -9,9 +9,26 @@ Each ``check_*`` function takes the value and the name to blame (``"'team'"`` in
 ``"--team"`` on the command line) and returns the canonical value or raises `SettingError`, whose
 message starts with that name. The manifest adds the file and line in front.
 
-Environment variables: `env_int` is the one parser of integer ``FARM_*`` variables (a bad value is
-an error naming the variable, never silently ignored); `default_out` and `broker_url` are the
-store and broker that commands use when none is given.
+Environment variables: `FARM_VARIABLES` lists every ``FARM_*`` variable the farm reads, with what
+it does and its default (`farm --help` prints it: `variables_help`; a test checks that the source
+reads no other). `env_int` is the one parser of integer ``FARM_*`` variables (a bad value is an
+error naming the variable, never silently ignored); `default_out` and `broker_url` are the store
+and broker that commands use when none is given.
+
+The project file: ``farm.toml``, found in the current folder or the nearest folder above it
+(`find_project`, `project`), says where a project's things are and its defaults::
+
+    store = "farm-out"            # the store (--out) of every command
+    goldens = "goldens"           # the goldens folder (--goldens)
+    assets = ["assets/war3"]      # asset roots for `farm render` and `farm thumbnails`
+    broker = "redis://localhost:6379/0"
+    [defaults]                    # any command option, by its long name (dashes or underscores)
+    workers = 4
+    allow_new = true
+    image_base = "https://ci.example/report/"
+
+Paths are relative to the file's folder. The order everywhere: the command line, then the
+environment (FARM_OUT, FARM_GOLDENS, FARM_BROKER_URL), then farm.toml, then the built-in default.
 """
 
 from __future__ import annotations
@@ -19,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -32,7 +50,10 @@ from renderer.texture_set import MISSING_MODES
 
 __all__ = [
     "DEFAULT_OUT",
+    "FARM_VARIABLES",
     "MAX_SIZE",
+    "PROJECT_FILE",
+    "Project",
     "MAX_TEAM",
     "MAX_TIME_MS",
     "MISSING_POLICIES",
@@ -53,9 +74,13 @@ __all__ = [
     "check_team",
     "check_time",
     "containing_root",
+    "default_goldens",
     "default_out",
     "env_int",
+    "find_project",
+    "project",
     "type_name",
+    "variables_help",
 ]
 
 MISSING_POLICIES = ("warn", "fail")  # what a frame rendered with a missing asset is: done (noted) or failed
@@ -326,18 +351,152 @@ def default_game(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
     env = os.environ if environ is None else environ
     raw = [p for p in (env.get("FARM_GAME_DIR") or "").split(os.pathsep) if p.strip()]
     return check_game(raw, "FARM_GAME_DIR") if raw else ()
+# Every FARM_* variable: (name, what it does, default). `farm --help` prints this table.
+FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    ("FARM_OUT", "the store every command uses when --out is not given", "farm.toml store, else ./farm-out"),
+    ("FARM_GOLDENS", "the goldens folder when --goldens is not given", "farm.toml goldens, else next to the"
+                                                                       " manifest"),
+    ("FARM_BROKER_URL", "Celery broker: set, batches go to Celery workers; unset or 'local': a local process"
+                        " pool", "farm.toml broker, else local"),
+    ("FARM_USER", "who approves and rejects (the golden log)", "git user.name <user.email>, else $USER"),
+    ("FARM_PROGRESS_EVERY", "seconds between progress lines when stderr is not a terminal (CI)", "10"),
+    ("FARM_RESULT_BACKEND", "Celery result backend (progress states, batch results)", "the broker URL"),
+    ("FARM_QUEUE", "Celery queue the batches go to and workers consume", "farm"),
+    ("FARM_SOFT_TIME_LIMIT", "seconds a batch may take; then its remaining frames fail", "600"),
+    ("FARM_TIME_LIMIT", "hard limit per batch: the worker's pool process is killed", "soft limit + 60"),
+    ("FARM_VISIBILITY_TIMEOUT", "Redis redelivers an unacknowledged batch (a dead worker's) after this many"
+                                " seconds; must exceed the hard limit", "hard limit + 60"),
+    ("FARM_RESTORE_INTERVAL", "seconds between the sweeps that requeue unacknowledged batches", "10"),
+    ("FARM_SOFT_SHUTDOWN_TIMEOUT", "seconds running batches get on a worker's warm shutdown before they are"
+                                   " requeued", "0 (Celery's default)"),
+    ("FARM_BROKER_RETRY_S", "seconds `farm run --broker` keeps reconnecting to a broker that went away", "300"),
+    ("FARM_FRAME_TIME_LIMIT", "seconds one frame may take in a worker; then that frame fails (0: no limit)",
+     "120"),
+    ("FARM_MEMORY_LIMIT_MB", "private memory per worker process (RLIMIT_DATA); a frame over it fails (0: none)",
+     "4096"),
+    ("FARM_STALL_GRACE_S", "a local worker silent for 2 x the frame limit + this many seconds is stopped", "30"),
+    ("FARM_MAX_FRAMES", "the most frames one job may plan", "200000"),
+    ("FARM_GAME_DIR", "Warcraft III game data (folder or archives, os.pathsep-separated), searched last",
+     "-"),
+    ("FARM_MAX_TASKS_PER_CHILD", "recycle a worker pool process after this many batches", "100"),
+    ("FARM_MAX_MEMORY_PER_CHILD", "... or when its resident memory exceeds this (KiB)", "2097152"),
+    ("FARM_TASK_MAX_RETRIES", "retries of a batch after a transient failure", "3"),
+    ("FARM_RETRY_BACKOFF", "first retry delay in seconds (doubles, capped, jittered)", "2"),
+    ("FARM_RETRY_BACKOFF_MAX", "longest retry delay in seconds", "60"),
+    ("FARM_MAX_DELIVERIES", "a batch whose worker died this many times fails", "3"),
+    ("FARM_RENDERER", "the worker's renderer: gl, synthetic (tests) or module:factory", "gl"),
+    ("FARM_GL_BACKEND", "GL backend of the gl renderer: auto, egl, osmesa, glfw", "auto"),
+    ("FARM_SYNTHETIC_DELAY_MS", "milliseconds the synthetic renderer waits per frame (tests)", "0"),
+    ("FARM_NIGHTLY_MANIFEST", "the nightly manifest; no nightly schedule without it", "-"),
+    ("FARM_NIGHTLY_HOUR", "hour of the nightly run (0-23, UTC)", "2"),
+    ("FARM_NIGHTLY_MINUTE", "minute of the nightly run (0-59)", "0"),
+    ("FARM_NIGHTLY_REPORTS", "where dated nightly reports, status files and index.html go", "$FARM_OUT/nightly"),
+    ("FARM_NIGHTLY_GOLDENS", "the nightly goldens folder", "found next to the manifest"),
+    ("FARM_NIGHTLY_QUEUE", "the queue of the nightly task", "farm-nightly"),
+    ("FARM_NIGHTLY_TIME_LIMIT", "seconds the whole nightly run may take", "43200"),
+    ("FARM_NIGHTLY_NOTIFY", "after each night: a command (run with the summary on stdin) or an http(s) URL"
+                            " (POSTed the status JSON)", "-"),
+    ("FARM_NIGHTLY_STATE", "beat's state folder (its schedule file: celery beat --schedule)",
+     "$FARM_NIGHTLY_REPORTS/state"),
+    ("FARM_NIGHTLY_STATUS", "set for the notify command: pass, fail or error", "-"),
+    ("FARM_NIGHTLY_DATE", "set for the notify command: the night's date (YYYY-MM-DD)", "-"),
+    ("FARM_NIGHTLY_REPORT", "set for the notify command: the night's index.html", "-"),
+)
+
+
+def variables_help() -> str:
+    """The FARM_VARIABLES table as plain text (the epilog of `farm --help`)."""
+    width = max(len(n) for n, _, _ in FARM_VARIABLES)
+    lines = ["environment variables:"]
+    for name, what, default in FARM_VARIABLES:
+        lines.append(f"  {name:<{width}}  {what} (default: {default})")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# The project file (farm.toml)
+
+PROJECT_FILE = "farm.toml"
+_PROJECT_KEYS = ("store", "goldens", "assets", "broker", "defaults")
+
+
+@dataclass(frozen=True)
+class Project:
+    """A farm.toml: its path, the folders it names (absolute) and its [defaults]."""
+
+    path: Path
+    store: str | None = None
+    goldens: str | None = None
+    assets: tuple = ()
+    broker: str | None = None
+    defaults: dict | None = None
+
+
+def find_project(start: str | Path | None = None) -> Path | None:
+    """The farm.toml in `start` (default: the current folder) or the nearest folder above it."""
+    here = Path(start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        cand = folder / PROJECT_FILE
+        if cand.is_file():
+            return cand
+    return None
+
+
+def project(start: str | Path | None = None) -> Project | None:
+    """The project file found upwards from `start`, read and checked (SettingError naming the file)."""
+    path = find_project(start)
+    if path is None:
+        return None
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise SettingError(f"{path}: cannot read the project file: {e}") from None
+    unknown = sorted(set(data) - set(_PROJECT_KEYS))
+    if unknown:
+        raise SettingError(f"{path}: unknown key(s) {', '.join(unknown)} (a project file has"
+                           f" {', '.join(_PROJECT_KEYS)})")
+    base = path.parent
+
+    def folder(key: str) -> str | None:
+        value = data.get(key)
+        if value is None:
+            return None
+        return str((base / _str(value, f"{path}: {key!r}")).absolute())
+
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise SettingError(f"{path}: [defaults] must be a table, not {type_name(defaults)}")
+    assets = check_assets(data["assets"], f"{path}: 'assets'", base) if "assets" in data else ()
+    broker = _str(data["broker"], f"{path}: 'broker'") if "broker" in data else None
+    return Project(path, folder("store"), folder("goldens"), assets, broker,
+                   {k.replace("-", "_"): v for k, v in defaults.items()})
 
 
 def default_out(environ: Mapping[str, str] | None = None) -> str:
-    """The store commands use when none is given: FARM_OUT, else ./farm-out."""
+    """The store commands use when none is given: FARM_OUT, else farm.toml's store, else ./farm-out."""
     env = os.environ if environ is None else environ
-    return env.get("FARM_OUT") or DEFAULT_OUT
+    if env.get("FARM_OUT"):
+        return env["FARM_OUT"]
+    proj = project()
+    return (proj.store if proj and proj.store else None) or DEFAULT_OUT
+
+
+def default_goldens(environ: Mapping[str, str] | None = None) -> str | None:
+    """The goldens folder when none is given: FARM_GOLDENS, else farm.toml's goldens (else None)."""
+    env = os.environ if environ is None else environ
+    if env.get("FARM_GOLDENS"):
+        return env["FARM_GOLDENS"]
+    proj = project()
+    return proj.goldens if proj else None
 
 
 def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The broker to use: the argument, else FARM_BROKER_URL, else None (run locally).
-    ``"local"`` runs locally even when FARM_BROKER_URL is set."""
+    """The broker to use: the argument, else FARM_BROKER_URL, else farm.toml's broker, else None
+    (run locally). ``"local"`` runs locally even when FARM_BROKER_URL is set."""
     env = os.environ if environ is None else environ
     if broker == "local":
         return None
-    return broker or env.get("FARM_BROKER_URL") or None
+    if broker or env.get("FARM_BROKER_URL"):
+        return broker or env.get("FARM_BROKER_URL")
+    proj = project()
+    return (proj.broker if proj else None) or None

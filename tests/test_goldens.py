@@ -192,7 +192,7 @@ def test_error_traces_fail_the_run(tmp_path, gdir):
     assert compare_run(gone, gdir)["traces"][K1]["status"] == "error"
 
 
-def test_new_traces_fail_unless_allowed_and_nothing_compared_always_fails(tmp_path, gdir):
+def test_new_traces_fail_unless_allowed_and_nothing_compared_fails_unless_all_new_allowed(tmp_path, gdir):
     base = make_run(tmp_path / "a", {K1: image(1)})
     approve_all(gdir, base)
     run = make_run(tmp_path / "b", {K1: image(1), K2: image(2)})
@@ -200,7 +200,11 @@ def test_new_traces_fail_unless_allowed_and_nothing_compared_always_fails(tmp_pa
     res = compare_run(run, gdir, allow_new=True)
     assert res["verdict"] == "pass" and res["counts"]["new"] == 1
     only_new = make_run(tmp_path / "c", {K3: image(3)})
-    res = compare_run(only_new, gdir, allow_new=True)
+    res = compare_run(only_new, gdir, allow_new=True)  # issue 16: every trace new and allowed: a pass, noted
+    assert res["verdict"] == "pass" and res["compared"] == 0 and "nothing was compared" in res["notes"][0]
+    assert compare_run(only_new, gdir)["verdict"] == "fail"
+    only_errors = make_run(tmp_path / "d", {K3: "cannot read"})
+    res = compare_run(only_errors, gdir, allow_new=True)
     assert res["verdict"] == "fail" and res["compared"] == 0
 
 

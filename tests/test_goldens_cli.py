@@ -41,7 +41,7 @@ def test_compare_approve_new_then_failed_then_undo(tmp_path, capsys):
 
     assert farm("approve", run1.id, "--new", "--out", store, "--goldens", g) == 0
     out = capsys.readouterr().out
-    assert "2 trace(s) approved by ci-bot" in out and "farm approve --undo --goldens" in out
+    assert "2 trace(s) approved by ci-bot" in out and "farm approve --undo 1 --goldens" in out
     assert farm("compare", run1.id, "--out", store, "--goldens", g) == 0
     assert "PASSED: 2 pass of 2 traces (2 compared)" in capsys.readouterr().out
 
@@ -57,7 +57,7 @@ def test_compare_approve_new_then_failed_then_undo(tmp_path, capsys):
     assert farm("compare", run2.id, "--out", store, "--goldens", g, "--allow-new") == 0
     capsys.readouterr()
 
-    assert farm("approve", "--undo", "--goldens", g) == 0
+    assert farm("approve", "--undo", "--goldens", g, "--yes") == 0
     assert "undid approve #2" in capsys.readouterr().out
     assert farm("compare", run2.id, "--out", store, "--goldens", g, "--allow-new") == 1
     assert farm("approve", run2.id, "--undo", "--goldens", g) == 2  # --undo takes no run

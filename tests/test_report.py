@@ -15,6 +15,7 @@ from golden_runs import INTEL, broken, image, key, make_run, noisy
 
 from farm import goldens as G
 from farm.compare.runs import compare_run, diff_runs
+from farm.plan.keys import parse_key
 from farm.report import junit_xml, markdown_summary, write_report
 
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
@@ -96,7 +97,7 @@ def test_strings_from_model_files_are_escaped(mixed):
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     assert "known &lt;b&gt;bad&lt;/b&gt;" in html
     md = (out / "summary.md").read_text()
-    assert EVIL not in md and "&lt;img src=x onerror=alert(1)&gt;" in md
+    assert EVIL not in md and "&lt;img src=x onerror=alert&#40;1&#41;&gt;" in md
 
 
 def test_junit_has_one_case_per_trace(mixed):
@@ -104,7 +105,9 @@ def test_junit_has_one_case_per_trace(mixed):
     root = ET.fromstring((out / "junit.xml").read_text())
     cases = root.findall("./testsuite/testcase")
     assert len(cases) == len(results["traces"]) == int(root.get("tests"))
-    by_name = {f"{c.get('classname')}|{c.get('name')}": c for c in cases}
+    by_name = {f"{parse_key(k).model}|{parse_key(k).rest}": c for k in results["traces"] for c in cases
+               if c.get("name") == parse_key(k).rest
+               and c.get("classname") == parse_key(k).model.replace(".", "_").replace("/", ".")}
     assert set(by_name) == set(results["traces"])
     assert by_name[FAIL].find("failure").get("type") == "fail"
     assert by_name[REJ].find("failure").get("type") == "rejected"
@@ -112,8 +115,9 @@ def test_junit_has_one_case_per_trace(mixed):
     assert by_name[ERR].find("error") is not None
     assert by_name[PASS_X].find("failure") is None and by_name[PASS_X].find("error") is None
     assert json.loads(by_name[PASS_S].find("system-out").text)["match"] == "similar"
-    assert (root.get("failures"), root.get("errors"), root.get("skipped")) == ("4", "1", "0")
-    allowed = ET.fromstring(junit_xml({**results, "allow_new": True}))
+    suite = root.find("testsuite")
+    assert (root.get("failures"), root.get("errors"), suite.get("skipped")) == ("4", "1", "0")
+    allowed = ET.fromstring(junit_xml({**results, "allow_new": True})).find("testsuite")
     assert allowed.get("skipped") == "1" and allowed.get("failures") == "3"
 
 
@@ -140,9 +144,10 @@ def test_markdown_summary(mixed):
     for line in md.splitlines():
         if line.startswith("| <code>"):
             assert line.count("|") in (4, 9), line
-    # published elsewhere: image links get the base URL
+    # published elsewhere: image links get the base URL of the report folder, images are in its img/
     views_md = markdown_summary(results, [{"key": FAIL, "new_src": "img/n.png"}], image_base="https://ci/r/")
-    assert '<img src="https://ci/r/n.png"' in views_md
+    assert '<img src="https://ci/r/img/n.png"' in views_md
+    assert "**[Full report](https://ci/r/index.html)**" in views_md
 
 
 def test_diff_report_labels(tmp_path):

@@ -1,7 +1,24 @@
 """`farm ...`: the command line. One module per command group (models: inspect, convert, render;
-jobs: run, status, retry, demo; thumbnails; goldens: compare, approve, reject, goldens, report,
-serve, diff), each with `add_parsers(sub)`; `main` parses, runs the command and turns every error a
-user can cause into one sentence on stderr and exit status 2 (the one error guard).
+jobs: run, status, retry, demo, nightly; thumbnails; goldens: compare, approve, reject, goldens,
+report, serve, diff), each with `add_parsers(sub)` and `EXAMPLES` (command -> example lines, the
+epilog of its --help); `main` parses, runs the command and turns every error a user can cause into
+one sentence on stderr and exit status 2 (the one error guard).
+
+Conventions every command keeps (tests/test_cli_ux.py checks them):
+
+- ``--out DIR``: where the command keeps its state: the store (farm-out) for jobs, goldens and
+  reports; the output folder for `farm thumbnails` and `farm demo`. Default $FARM_OUT, farm.toml's
+  ``store``, ./farm-out.
+- ``-o PATH`` (``--output``): the one file or folder the command writes: `render`'s PNG, the report
+  folder of `report`, `compare`, `run` and `diff` (`--report` is the same option).
+- ``--size``: ``WxH`` or ``N`` (NxN), by farm.settings.check_size.
+- ``--json``: machine-readable output (run, compare, diff, status, goldens, inspect).
+- a run is named by its job id, by the path of its jobs/<id>.json, or ``latest`` (the newest job in
+  the store).
+- ``--trace PATTERN`` matches any part of a key: a substring, or a glob anywhere in it.
+- farm.toml (farm.settings.project) gives store, goldens, assets, broker and option defaults.
+- ``-v``/``-q`` on every command: logging (farm.run.progress.configure_logging); -q also turns
+  progress off. Progress is a bar on a terminal and a line every few seconds in CI.
 """
 
 from __future__ import annotations
@@ -9,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib import metadata
 
 from farm.cli import goldens, jobs, models, thumbnails
 from farm.cli.common import UsageError
@@ -17,24 +35,76 @@ from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
 from farm.run.dispatch import RunnerUnavailable
 from farm.run.jobs import JobError
-from farm.settings import SettingError
+from farm.run.progress import configure_logging
+from farm.settings import SettingError, project, variables_help
 from renderer.errors import FormatError
+from renderer.frame import RENDERER_VERSION
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "version"]
 
 GROUPS = (models, jobs, thumbnails, goldens)  # the order `farm --help` lists the commands in
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="farm", description="Headless render and regression-test farm for game models.")
-    sub = p.add_subparsers(dest="command", required=True)
+def version() -> str:
+    try:
+        v = metadata.version("modelfarm")
+    except metadata.PackageNotFoundError:
+        v = "unknown (not installed)"
+    return f"farm {v} (renderer {RENDERER_VERSION}, Python {sys.version.split()[0]})"
+
+
+def _apply_project(sub: argparse._SubParsersAction) -> None:
+    """farm.toml's [defaults] (and assets) become the defaults of every command that has the option."""
+    proj = project()
+    if proj is None:
+        return
+    defaults = dict(proj.defaults or {})
+    if proj.assets:
+        defaults.setdefault("assets", list(proj.assets))
+    used = set()
+    for parser in sub.choices.values():
+        dests = {a.dest for a in parser._actions}
+        chosen = {k: v for k, v in defaults.items() if k in dests}
+        if chosen:
+            parser.set_defaults(**chosen)
+            used |= set(chosen)
+    unknown = sorted(set(proj.defaults or {}) - used)
+    if unknown:
+        raise SettingError(f"{proj.path}: [defaults] {', '.join(unknown)}: no command has such an option")
+
+
+def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="farm", description="Headless render and regression-test farm for game models.",
+                                epilog=variables_help() + "\n\nproject file: farm.toml in this folder or above it"
+                                       " (store, goldens, assets, broker, [defaults]); see the README.",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=version())
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.add_parsers(sub)
+    for sp in sub.choices.values():
+        sp.add_argument("-v", "--verbose", action="count", default=0, help="say more (-v: info, -vv: debug)")
+        sp.add_argument("-q", "--quiet", action="store_true", help="only errors (no warnings, no progress)")
+    for group in GROUPS:
+        for name, lines in getattr(group, "EXAMPLES", {}).items():
+            sp = sub.choices[name]
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
+            sp.epilog = "examples:\n" + "\n".join(f"  {line}" for line in lines)
+    if with_project:
+        _apply_project(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except SettingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose, args.quiet)
+    if args.quiet and hasattr(args, "no_progress"):
+        args.no_progress = True
     try:
         return args.func(args)
     except FormatError as e:

@@ -4,15 +4,23 @@ rules), finding a run and its goldens, writing reports, the runner options."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 from pathlib import Path
 
 from farm.goldens import INDEX_NAME, find_goldens
 from farm.report import write_report
+from farm.report.text import summary_text
 from farm.run.jobs import JobState
-from farm.settings import SettingError, check_msaa, check_size, check_team
+from farm.settings import SettingError, check_msaa, check_size, check_team, default_out
+from farm.store import open_store
 
-__all__ = ["UsageError", "add_runner_options", "goldens_dir", "load_job", "msaa_arg", "size_arg", "team_arg",
-           "workers_arg", "write_reports"]
+__all__ = ["LATEST", "UsageError", "add_runner_options", "confirm", "goldens_dir", "job_ref", "load_job", "msaa_arg",
+           "print_results", "results_json", "size_arg", "square_size_arg", "team_arg", "workers_arg", "write_reports"]
+
+LATEST = "latest"  # a run named `latest`: the newest job in the store
+RUN_HELP = "job id (in --out), the path of its jobs/<id>.json, or 'latest' (the newest job in the store)"
 
 
 class UsageError(RuntimeError):
@@ -42,6 +50,14 @@ def size_arg(text: str) -> tuple[int, int]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def square_size_arg(text: str) -> int:
+    """--size of square images (thumbnails): N or NxN, by farm.settings' rule."""
+    w, h = size_arg(text)
+    if w != h:
+        raise argparse.ArgumentTypeError(f"--size: thumbnails are square: N or NxN, not {text!r}")
+    return w
+
+
 team_arg = _arg(check_team, "--team")
 msaa_arg = _arg(check_msaa, "--msaa")
 
@@ -62,11 +78,29 @@ def add_runner_options(s) -> None:
                                     " process pool)")
     s.add_argument("--workers", type=workers_arg, help="local processes (default: one per core; with a broker,"
                                                         " the workers' --concurrency decides)")
-    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress lines in CI)")
+
+
+def job_ref(ref: str, out: str | None) -> str:
+    """`ref` itself, or for ``latest`` the id of the newest job in the store (by its job file's time)."""
+    if ref != LATEST:
+        return ref
+    store = open_store(out or default_out())
+    ids = store.job_ids()
+    if not ids:
+        raise UsageError(f"no jobs in {store.location}: 'latest' names the newest one (pass --out STORE)")
+
+    def when(job_id: str) -> tuple:
+        try:
+            return (os.path.getmtime(store.job_location(job_id)), job_id)
+        except OSError:
+            return (0.0, job_id)
+
+    return max(ids, key=when)
 
 
 def load_job(ref: str, out: str | None) -> JobState:
-    job = JobState.load(ref, out)
+    job = JobState.load(job_ref(ref, out), out)
     job.merge_worker_results()
     return job
 
@@ -82,8 +116,40 @@ def goldens_dir(explicit: str | None, job=None, manifest: str | None = None, req
     return folder
 
 
-def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/") -> Path | None:
+def confirm(question: str, yes: bool, refuse: str) -> bool:
+    """Ask `question` on the terminal (y/N); with `yes` the answer is yes. Without a terminal and
+    without --yes: UsageError(`refuse`), a sentence saying to pass --yes."""
+    if yes:
+        return True
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(refuse)
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() in ("y", "yes")
+
+
+def results_json(results: dict, report=None) -> dict:
+    """A comparison as --json prints it: verdict, counts, problems, notes, per-trace status and reason."""
+    return {"job": results.get("job"), "kind": results.get("kind"), "verdict": results.get("verdict"),
+            "counts": results.get("counts"), "compared": results.get("compared"),
+            "problems": results.get("problems", []), "notes": results.get("notes", []),
+            "report": str(report) if report else None,
+            "traces": {k: {"status": t["status"], "reason": t.get("reason")} for k, t in results["traces"].items()}}
+
+
+def print_results(results: dict, as_json: bool = False, *, limit: int = 20, report=None) -> None:
+    """A comparison's summary on stdout: the terminal text, or with --json `results_json`."""
+    if as_json:
+        print(json.dumps(results_json(results, report), indent=2, sort_keys=True))
+    else:
+        print(summary_text(results, limit=limit, report=report))
+
+
+def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/",
+                  report_url: str | None = None) -> Path | None:
     if not folder:
         return None
-    paths = write_report(results, folder, image_base=image_base)
+    paths = write_report(results, folder, image_base=image_base, report_url=report_url)
     return paths["html"]

@@ -10,19 +10,35 @@ Where the goldens are: ``--goldens DIR``, else $FARM_GOLDENS, else next to the r
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 import webbrowser
 from pathlib import Path
 
 from farm import goldens as G
-from farm.cli.common import UsageError, goldens_dir, load_job, write_reports
+from farm.cli.common import RUN_HELP, UsageError, confirm, goldens_dir, load_job, print_results, write_reports
 from farm.compare.runs import diff_runs, results_for
 from farm.plan.batches import expand_manifest
 from farm.plan.manifest import load_manifest
 from farm.report.serve import serve
-from farm.report.text import summary_text
 
-__all__ = ["add_parsers"]
+__all__ = ["EXAMPLES", "add_parsers"]
+
+EXAMPLES = {
+    "compare": ["farm compare latest", "farm compare latest -o report/ --json",
+                "farm compare JOB --goldens goldens/ --allow-new --image-base https://ci.example/job/7/report/"],
+    "approve": ["farm approve latest --new                 # every trace without a golden",
+                "farm approve latest --trace crate.mdx     # every trace of that model (any part of the key)",
+                "farm approve latest --trace '*|Walk|*' --env",
+                "farm approve --undo 12 --yes              # reverse decision #12 (farm goldens log)",
+                "farm approve --redo 12 --yes"],
+    "reject": ["farm reject latest --trace 'crate.mdx|Stand' --reason 'texture missing'"],
+    "goldens": ["farm goldens", "farm goldens log --json", "farm goldens --stale nightly.toml --prune"],
+    "report": ["farm report latest -o report/ --image-base https://ci.example/job/7/report/"],
+    "serve": ["farm serve latest --open", "farm serve JOB --port 0 --by 'Ann <ann@example.com>'"],
+    "diff": ["farm diff BASE_JOB latest -o diff-report/", "farm diff main-job pr-job --base-out main-store --json"],
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -34,8 +50,8 @@ def _compare_and_print(args, report_dir) -> dict:
     job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job)
     results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
-    html = write_reports(results, report_dir, args.image_base)
-    print(summary_text(results, limit=args.limit, report=html))
+    html = write_reports(results, report_dir, args.image_base, args.report_url)
+    print_results(results, getattr(args, "json", False), limit=args.limit, report=html)
     return results
 
 
@@ -59,25 +75,77 @@ def _print_record(verb: str, rec: dict | None, skipped: list[str], folder: Path)
         else:
             print(f"rejected {ch['trace']} [{scope}]")
     log = folder / "approvals.jsonl"
-    print(f"{len(rec['changes'])} trace(s) {verb}d by {rec['by']} (decision #{rec['id']} in {log});"
-          f" undo with: farm approve --undo --goldens {folder}")
+    print(f"{len(rec['changes'])} trace(s) {'approved' if verb == 'approve' else 'rejected'} by {rec['by']}"
+          f" (decision #{rec['id']} in {log}); undo with: farm approve --undo {rec['id']} --goldens {folder}")
+
+
+def _decision_arg(text: str) -> int:
+    try:
+        n = int(str(text).lstrip("#"))
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"a decision id is a whole number >= 1 (see `farm goldens log`), not"
+                                         f" {text!r}")
+    return n
+
+
+def _scope(env: str) -> str:
+    return "generic" if env == G.GENERIC else env
+
+
+def _undo_or_redo(args, by: str) -> int:
+    redo = args.redo is not None
+    if args.run or args.trace or args.new or args.failed or args.all:
+        raise UsageError(f"--{'redo' if redo else 'undo'} takes no run or selection: it works on a decision in the"
+                         f" goldens folder (`farm goldens log` lists them)")
+    folder = goldens_dir(args.goldens, None)
+    decision = None if args.undo is None or args.undo is True else args.undo
+    if redo:
+        plan, notes = G.redo(folder, args.redo, by=by, dry_run=True)
+        target = G.redo_target(folder, args.redo)
+    else:
+        plan, notes = G.undo(folder, by=by, decision=decision, dry_run=True)
+        target = G.undo_target(folder, decision) if plan is not None else None
+    if plan is None:
+        for n in notes:
+            print(n)
+        return 1
+    verb = "redo" if redo else "undo"
+    print(f"{verb} {target['action']} #{target['id']} by {target.get('by')} at {target.get('at')}"
+          + (f" (run {target['run']})" if target.get("run") else "") + f": {len(plan['changes'])} line(s)")
+    for ch in plan["changes"]:
+        print(f"  {'restore' if not redo else 'reapply'} {ch['trace']} [{_scope(ch['env'])}]")
+    for n in notes:
+        print(f"  {n}", file=sys.stderr)
+    if not plan["changes"]:
+        print(f"farm approve --{verb}: nothing to change (every line changed again since)")
+        return 1
+    flag = f"--{verb} {target['id']}"
+    if not confirm(f"{verb} decision #{target['id']} in {folder}?", args.yes,
+                   f"farm approve {flag} changes {len(plan['changes'])} golden line(s) and stdin is not a terminal"
+                   f" to confirm it: pass --yes (farm approve {flag} --yes --goldens {folder})"):
+        print("nothing changed")
+        return 1
+    if redo:
+        rec, _ = G.redo(folder, args.redo, by=by)
+    else:
+        rec, _ = G.undo(folder, by=by, decision=target["id"])
+    for ch in rec["changes"]:
+        print(f"{'restored' if not redo else 'reapplied'} {ch['trace']} [{_scope(ch['env'])}]")
+    if redo:
+        print(f"redid {target['action']} #{target['id']} ({len(rec['changes'])} trace(s)) in {folder} (decision"
+              f" #{rec['id']})")
+    else:
+        print(f"undid {target['action']} #{target['id']} ({len(rec['changes'])} trace(s)) in {folder} (decision"
+              f" #{rec['id']}; put it back with: farm approve --redo {target['id']} --goldens {folder})")
+    return 0
 
 
 def cmd_approve(args) -> int:
     by = G.default_user(args.by)
-    if args.undo:
-        if args.run or args.trace or args.new or args.failed or args.all:
-            raise UsageError("--undo takes no run or selection: it reverses the last decision in the goldens folder")
-        folder = goldens_dir(args.goldens, None)
-        rec, notes = G.undo(folder, by=by)
-        for n in notes:
-            print(n, file=sys.stderr if rec else sys.stdout)
-        if rec is None:
-            return 1
-        for ch in rec["changes"]:
-            print(f"restored {ch['trace']} [{'generic' if ch['env'] == '*' else ch['env']}]")
-        print(f"undid {rec['undoes_action']} #{rec['undoes']} ({len(rec['changes'])} trace(s)) in {folder}")
-        return 0
+    if args.undo is not None or args.redo is not None:
+        return _undo_or_redo(args, by)
     if not args.run:
         raise UsageError("say which run: farm approve RUN [--trace PATTERN] [--new] [--failed] [--all]")
     if not (args.trace or args.new or args.failed or args.all):
@@ -97,7 +165,7 @@ def cmd_approve(args) -> int:
     if not keys:
         print(f"farm approve: no trace of run {job.id} matches the selection", file=sys.stderr)
         return 1
-    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add)
+    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add, allow_blank=args.allow_blank)
     _print_record("approve", rec, skipped, folder)
     return 0 if rec is not None or not skipped else 1
 
@@ -116,9 +184,48 @@ def cmd_reject(args) -> int:
     return 0 if rec is not None or not skipped else 1
 
 
+def _log_rows(index) -> list[dict]:
+    log = index.log()
+    state = G.decision_states(log)
+    rows = []
+    for rec in log:
+        action = rec.get("action")
+        rows.append({"id": rec.get("id"), "at": rec.get("at"), "by": rec.get("by"), "action": action,
+                     "count": len(rec.get("changes", [])), "run": rec.get("run"),
+                     "of": rec.get("undoes") or rec.get("redoes"),
+                     "undone_by": state.get(rec.get("id")) or None if action in G.DECISIONS else None})
+    return rows
+
+
+def _log_line(r: dict) -> str:
+    what = f"{r['action']} of #{r['of']}" if r["of"] else r["action"]
+    run = f", run {r['run']}" if r.get("run") else ""
+    undone = f" (undone by #{r['undone_by']})" if r.get("undone_by") else ""
+    return f"#{r['id']:<4} {r['at']}  {r['by']}: {what}, {r['count']} trace(s){run}{undone}"
+
+
+def cmd_goldens_log(args, folder: Path, index) -> int:
+    rows = _log_rows(index)
+    if args.limit:  # the log lists every decision unless --limit N asks for the last N
+        rows = rows[-args.limit:]
+    if args.json:
+        print(json.dumps({"goldens": str(folder), "decisions": rows}, indent=2, sort_keys=True))
+        return 0
+    if not rows:
+        print(f"{folder}: no decisions yet")
+    for r in rows:
+        print(_log_line(r))
+    if rows:
+        print(f"undo one with: farm approve --undo ID --goldens {folder} (asks first; --yes without a terminal)")
+    return 0
+
+
 def cmd_goldens(args) -> int:
     folder = goldens_dir(args.goldens, None, manifest=args.stale)
     index = G.GoldenIndex.load(folder)
+    if args.what == "log":
+        return cmd_goldens_log(args, folder, index)
+    args.limit = 5 if args.limit is None else args.limit
     if args.stale:
         keys = set(expand_manifest(load_manifest(args.stale)).traces)
         report = G.stale(folder, keys)
@@ -132,7 +239,8 @@ def cmd_goldens(args) -> int:
         if args.prune and (report.entries or report.images):
             rec, removed = G.prune(folder, keys, by=G.default_user(args.by))
             n = len(rec["changes"]) if rec else 0
-            print(f"pruned {n} line(s) (undo with: farm approve --undo --goldens {folder}) and {len(removed)}"
+            undo = f"farm approve --undo {rec['id']} --goldens {folder}" if rec else "nothing to undo"
+            print(f"pruned {n} line(s) (undo with: {undo}) and {len(removed)}"
                   f" image(s)")
             return 0
         if not report.anything and not report.missing:
@@ -144,17 +252,22 @@ def cmd_goldens(args) -> int:
         return 1
     traces = index.traces()
     envs = sorted(e for e in index.envs() if e != G.GENERIC)
+    missing = index.missing_images()
+    if args.json:
+        print(json.dumps({"goldens": str(folder), "traces": len(traces), "lines": len(index.entries),
+                          "approved_images": len(index.referenced_images()),
+                          "environments": envs, "missing_images": [str(index.image_path(d)) for d in missing],
+                          "decisions": _log_rows(index)[-args.limit:] if args.limit else []},
+                         indent=2, sort_keys=True))
+        return 1 if missing else 0
     print(f"{folder}: {len(traces)} traces, {len(index.entries)} lines, {len(index.referenced_images())} approved"
           f" images, {sum(len(e['rejected']) for e in index.entries.values())} rejected digests")
     for e in envs:
         print(f"  environment-specific goldens for: {e}")
-    missing = index.missing_images()
     for d in missing:
         print(f"missing image: {index.image_path(d)}")
-    for rec in index.log()[-args.limit:] if args.limit else []:
-        what = f"undo of #{rec.get('undoes')}" if rec.get("action") == "undo" else rec.get("action")
-        print(f"  #{rec.get('id')} {rec.get('at')} {rec.get('by')}: {what}, {len(rec.get('changes', []))} trace(s)"
-              + (f", run {rec['run']}" if rec.get("run") else ""))
+    for r in _log_rows(index)[-args.limit:] if args.limit else []:
+        print(f"  {_log_line(r)}")
     return 1 if missing else 0
 
 
@@ -188,8 +301,8 @@ def cmd_diff(args) -> int:
     base = load_job(args.base, args.base_out or args.out)
     head = load_job(args.head, args.head_out or args.out)
     results = diff_runs(base, head)
-    html = write_reports(results, args.output, args.image_base)
-    print(summary_text(results, limit=args.limit, report=html))
+    html = write_reports(results, args.output, args.image_base, args.report_url)
+    print_results(results, args.json, limit=args.limit, report=html)
     return 0 if results["verdict"] == "same" else 1
 
 
@@ -198,25 +311,40 @@ def cmd_diff(args) -> int:
 
 
 def _run_args(s) -> None:
-    s.add_argument("--out", help="the run's store (default: $FARM_OUT or ./farm-out)")
-    s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the run's manifest)")
+    s.add_argument("--out", help="the run's store (default: $FARM_OUT, farm.toml's store, ./farm-out)")
+    s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, farm.toml's goldens, else next to the"
+                                     " run's manifest)")
+
+
+IMAGE_BASE_HELP = ("where the report folder is published, for the links in summary.md (default: relative img/);"
+                   " e.g. --image-base https://ci.example/job/7/report/ (images are in its img/)")
+REPORT_URL_HELP = ("the full report's link in summary.md (default: derived from an absolute --image-base); e.g."
+                   " --report-url https://ci.example/job/7/report/index.html")
+
+
+def _summary_args(s) -> None:
+    s.add_argument("--image-base", default="img/", metavar="URL", help=IMAGE_BASE_HELP)
+    s.add_argument("--report-url", metavar="URL", help=REPORT_URL_HELP)
 
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("compare", help="compare a run with its goldens (exit 1 on failures and new traces)")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
-    s.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
-    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
+    s.add_argument("-o", "--output", "--report", dest="report", metavar="DIR",
+                   help="write the HTML report, junit.xml and summary.md there (this command's output folder)")
+    s.add_argument("--json", action="store_true", help="print the verdict, counts and each trace's status as JSON")
+    _summary_args(s)
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_compare)
 
-    s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo the last decision)")
-    s.add_argument("run", metavar="RUN", nargs="?", help="job id (in --out) or the path of its jobs/<id>.json")
+    s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo/--redo a decision)")
+    s.add_argument("run", metavar="RUN", nargs="?", help=RUN_HELP)
     _run_args(s)
-    s.add_argument("--trace", action="append", metavar="PATTERN", help="trace keys (glob, e.g. 'models/crate.mdx|*';"
+    s.add_argument("--trace", action="append", metavar="PATTERN", help="traces whose key contains PATTERN anywhere"
+                                                                        " (a substring, or a glob such as '*|Walk|*';"
                                                                         " repeatable)")
     s.add_argument("--new", action="store_true", help="the traces that have no golden yet")
     s.add_argument("--failed", action="store_true", help="the traces that differ from their goldens (not those"
@@ -226,42 +354,53 @@ def add_parsers(sub) -> None:
                                                       " driver version, CPU vendor), not as the generic golden")
     s.add_argument("--add", action="store_true", help="keep the earlier approved images too (a trace with more"
                                                       " than one correct output)")
+    s.add_argument("--allow-blank", action="store_true", help="approve blank frames too (fully transparent, or every"
+                                                              " pixel one value: skipped by default)")
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
-    s.add_argument("--undo", action="store_true", help="reverse the last approve/reject/prune (repeat to go back)")
+    s.add_argument("--undo", nargs="?", const=True, type=_decision_arg, metavar="ID",
+                   help="reverse decision ID (`farm goldens log` lists them), or without ID the last approve/reject/"
+                        "prune still in effect; shows what it reverts and asks (or --yes)")
+    s.add_argument("--redo", type=_decision_arg, metavar="ID", help="put an undone decision ID back in effect")
+    s.add_argument("--yes", "-y", action="store_true", help="do not ask before --undo/--redo (needed without a"
+                                                            " terminal)")
     s.set_defaults(func=cmd_approve)
 
     s = sub.add_parser("reject", help="mark the images a run stored as known-bad for their traces")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
-    s.add_argument("--trace", action="append", required=True, metavar="PATTERN", help="trace keys (glob; repeatable)")
+    s.add_argument("--trace", action="append", required=True, metavar="PATTERN",
+                   help="traces whose key contains PATTERN anywhere (substring or glob; repeatable)")
     s.add_argument("--reason", help="why (shown when a later run renders the same image)")
     s.add_argument("--env", action="store_true", help="reject for the rendering environment only")
     s.add_argument("--by", help="who rejects (default: $FARM_USER, git user.name/email, $USER)")
     s.set_defaults(func=cmd_reject)
 
-    s = sub.add_parser("goldens", help="what a goldens folder holds; --stale MANIFEST: goldens no trace uses")
+    s = sub.add_parser("goldens", help="what a goldens folder holds; `goldens log`: the decisions; --stale MANIFEST:"
+                                       " goldens no trace uses")
+    s.add_argument("what", nargs="?", choices=["log"], help="log: list every decision (id, time, who, action, traces,"
+                                                            " run), the ids --undo/--redo take")
+    s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, next to --stale's manifest, ./goldens)")
     s.add_argument("--stale", metavar="MANIFEST", help="list goldens of traces the manifest no longer renders, and"
                                                        " images no golden uses (exit 1 when there are any)")
     s.add_argument("--prune", action="store_true", help="with --stale: remove them (lines can be restored by"
                                                         " farm approve --undo)")
-    s.add_argument("--by", help="who prunes")
-    s.add_argument("--limit", type=int, default=5, help="recent decisions to list (default 5)")
+    s.add_argument("--by", help="who prunes (default: $FARM_USER, git user.name/email, $USER)")
+    s.add_argument("--limit", type=int, help="recent decisions to list (default 5; `goldens log`: all)")
     s.set_defaults(func=cmd_goldens)
 
     s = sub.add_parser("report", help="write a run's HTML report, junit.xml and summary.md")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder")
     _run_args(s)
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
-    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md (e.g. the URL the"
-                                                        " folder is published at)")
+    _summary_args(s)
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
-    s.add_argument("run", metavar="RUN", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
     s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
     s.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
@@ -271,13 +410,14 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_serve)
 
     s = sub.add_parser("diff", help="compare two runs: changed, added and removed traces (exit 1 on changes)")
-    s.add_argument("base", metavar="BASE", help="the run before (job id or jobs/<id>.json)")
-    s.add_argument("head", metavar="HEAD", help="the run after")
+    s.add_argument("base", metavar="BASE", help="the run before (job id, jobs/<id>.json, or 'latest')")
+    s.add_argument("head", metavar="HEAD", help="the run after (job id, jobs/<id>.json, or 'latest')")
     s.add_argument("-o", "--output", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
-    s.add_argument("--out", help="store of both runs (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("--json", action="store_true", help="print the verdict, counts and each trace's status as JSON")
+    s.add_argument("--out", help="store of both runs (default: $FARM_OUT, farm.toml's store, ./farm-out)")
     s.add_argument("--base-out", help="BASE's store, when it differs")
     s.add_argument("--head-out", help="HEAD's store, when it differs")
-    s.add_argument("--image-base", default="img/", help="prefix of the image links in summary.md")
+    _summary_args(s)
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_diff)
 

@@ -1,36 +1,118 @@
-"""Commands on jobs: run, status, retry, demo; and the comparison step that follows `farm run`."""
+"""Commands on jobs: run, status, retry, demo, nightly; and the comparison step that follows `farm run`."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
 import json
+import os
+import shlex
 import sys
+from pathlib import Path
 
-from farm.cli.common import UsageError, add_runner_options, goldens_dir, workers_arg, write_reports
+from farm import goldens as G
+from farm.cli.common import (
+    RUN_HELP,
+    UsageError,
+    add_runner_options,
+    goldens_dir,
+    job_ref,
+    print_results,
+    results_json,
+    workers_arg,
+    write_reports,
+)
 from farm.compare.runs import compare_run
 from farm.demo import run_demo
+from farm.files import file_digest
 from farm.goldens import GoldenError
-from farm.report.text import summary_text
+from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
+from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
+from farm.settings import default_out
 
-__all__ = ["add_parsers", "compare_after_run"]
+__all__ = ["EXAMPLES", "add_parsers", "compare_after_run", "compare_step"]
+
+EXAMPLES = {
+    "run": ["farm run nightly.toml                       # render, compare with the goldens next to it",
+            "farm run nightly.toml --update-goldens      # a first run: approve the new traces as goldens",
+            "farm run nightly.toml -o report/ --json     # write the report, print JSON",
+            "farm run nightly.toml --broker redis://localhost:6379/0 --allow-new"],
+    "status": ["farm status latest", "farm status nightly-20260101-020000 --out /srv/farm-out --json"],
+    "retry": ["farm retry latest --failed", "farm retry JOB --failed --pending --workers 4"],
+    "demo": ["farm demo --out demo-out"],
+    "nightly": ["farm nightly run-now --manifest nightly.toml --notify 'mail -s nightly team@example.com'",
+                "farm nightly run-now --notify https://chat.example/hooks/farm",
+                "farm nightly beat-command --manifest /assets/nightly.toml   # prints the celery beat line",
+                "farm nightly index --reports farm-out/nightly"],
+}
 
 
-def compare_after_run(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                      required: bool = False) -> int | None:
-    """The comparison step of `farm run`: None when the run has no goldens (and none were asked for)."""
+UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
+
+
+def bootstrap_command(job, folder: Path | None) -> str:
+    """The command that renders the manifest again and approves its new traces (a first run)."""
+    manifest = job.data.get("manifest") or "MANIFEST"
+    parts = ["farm", "run", shell_path(manifest), "--update-goldens=new"]
+    if folder is not None and folder != Path(manifest).parent / "goldens":
+        parts += ["--goldens", shell_path(folder)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bool = False) -> dict | None:
+    """Approve what --update-goldens=MODE names (the images this run stored); the decision record."""
+    wanted = UPDATE_MODES[mode]
+    keys = [k for k, t in results["traces"].items()
+            if (wanted is None and t["status"] != "error") or (wanted is not None and t["status"] in wanted)]
+    if not keys:
+        print(f"--update-goldens={mode}: nothing to approve")
+        return None
+    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None), allow_blank=allow_blank)
+    for s in skipped:
+        print(f"skipped: {s}", file=sys.stderr)
+    if rec is not None:
+        print(f"--update-goldens={mode}: {len(rec['changes'])} trace(s) approved in {folder} (decision"
+              f" #{rec['id']}; undo with: farm approve --undo {rec['id']} --goldens {shell_path(folder)})")
+    return rec
+
+
+def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
+                 required: bool = False, update: str | None = None,
+                 allow_blank: bool = False) -> tuple[int | None, dict | None, object]:
+    """The comparison step of `farm run`: (exit status or None when the run has no goldens and none
+    were asked for, the results, the report's index.html). Messages go to stdout, errors to stderr.
+
+    `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
+    goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
     try:
         folder = goldens_dir(explicit_goldens, job, required=required)
+        if folder is None and update:
+            folder = Path(job.data.get("manifest") or ".").parent / "goldens"
         if folder is None:
-            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared (pass --goldens"
-                  f" DIR)")
-            return None
+            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
+                  f" frames the goldens after looking at them: {bootstrap_command(job, None)}")
+            return None, None, None
         results = compare_run(job, folder, allow_new=allow_new)
+        if update:
+            if _update_goldens(job, folder, update, results, allow_blank) is not None:
+                results = compare_run(job, folder, allow_new=allow_new)
+        elif results["counts"].get("new") == results["counts"]["total"] and results["counts"]["total"]:
+            print(f"first run against {folder}: every trace is new. After a look at the frames, approve them"
+                  f" with: {bootstrap_command(job, folder)}")
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 2, None, None
     html = write_reports(results, report)
-    print(summary_text(results, report=html))
-    return 0 if results["verdict"] == "pass" else 1
+    return (0 if results["verdict"] == "pass" else 1), results, html
+
+
+def compare_after_run(job, explicit_goldens: str | None, **kw) -> int | None:
+    """`compare_step`, printing the summary (farm demo and farm run)."""
+    code, results, html = compare_step(job, explicit_goldens, **kw)
+    if results is not None:
+        print_results(results, report=html)
+    return code
 
 
 def cmd_demo(args) -> int:
@@ -47,6 +129,11 @@ def _finish_job(job, verb: str) -> int:
     return 0
 
 
+def _job_json(job) -> dict:
+    return {"job": job.id, "store": job.store.location, **job.counts(),
+            "failed_traces": {k: job.traces[k]["error"] for k in job.keys("failed")}}
+
+
 def cmd_run(args) -> int:
     try:
         job = run_job(args.manifest, out=args.out, broker=args.broker, workers=args.workers, job_id=args.job_id,
@@ -55,32 +142,107 @@ def cmd_run(args) -> int:
         print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
               file=sys.stderr)
         return 130
+    if args.json:  # everything on stdout is one JSON object: the job, then its comparison
+        c = job.counts()
+        rendered = 1 if c["failed"] or c["pending"] else 0
+        out = {"run": _job_json(job), "comparison": None}
+        compared = None
+        if not args.no_compare:
+            with contextlib.redirect_stdout(sys.stderr):
+                compared, results, html = compare_step(job, args.goldens, allow_new=args.allow_new,
+                                                       report=args.report, update=args.update_goldens,
+                                                       allow_blank=args.allow_blank)
+            if results is not None:
+                out["comparison"] = results_json(results, html)
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return max(rendered, compared or 0)
     rendered = _finish_job(job, "run")
     if args.no_compare:
         return rendered
-    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report)
+    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
+                                 update=args.update_goldens, allow_blank=args.allow_blank)
     return max(rendered, compared or 0)
 
 
 def cmd_status(args) -> int:
-    job = JobState.load(args.job, args.out)
+    job = JobState.load(job_ref(args.job, args.out), args.out)
     job.merge_worker_results()
     if args.json:
-        print(json.dumps({"job": job.id, **job.counts(), "failed_traces": {k: job.traces[k]["error"]
-                                                                          for k in job.keys("failed")}},
-                         indent=2, sort_keys=True))
+        print(json.dumps(_job_json(job), indent=2, sort_keys=True))
     else:
         print(status_text(job, limit=args.limit))
     c = job.counts()
     return 0 if not (c["failed"] or c["pending"]) else 1
 
 
+def manifest_change(job) -> str | None:
+    """A sentence when the job's manifest changed (or went) since the job was planned, else None.
+    Jobs recorded before the manifest's sha256 was kept are judged by the file's time."""
+    manifest = job.data.get("manifest")
+    if not manifest:
+        return None
+    path = Path(manifest)
+    if not path.is_file():
+        return f"the manifest {manifest} of job {job.id} is gone; retry renders the traces as they were planned"
+    then = job.data.get("manifest_sha256")
+    if then:
+        changed = file_digest(path) != then
+    else:
+        created = job.data.get("created")
+        try:
+            changed = created is not None and path.stat().st_mtime > _dt.datetime.fromisoformat(created).timestamp()
+        except ValueError:
+            changed = False
+    if not changed:
+        return None
+    return (f"the manifest {shell_path(path)} changed since job {job.id} was planned ({job.data.get('created')});"
+            f" retry renders the traces as they were planned then (farm run {shell_path(path)} plans it anew)")
+
+
 def cmd_retry(args) -> int:
     if not (args.failed or args.pending):
         raise SystemExit("farm retry: say what to run again: --failed and/or --pending")
-    job = retry_job(args.job, out=args.out, failed=args.failed, pending=args.pending, broker=args.broker,
-                    workers=args.workers, progress=False if args.no_progress else None)
+    ref = job_ref(args.job, args.out)
+    note = manifest_change(JobState.load(ref, args.out))
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    job = retry_job(ref, out=args.out, failed=args.failed, pending=args.pending,
+                    broker=args.broker, workers=args.workers, progress=False if args.no_progress else None)
     return _finish_job(job, "retry")
+
+
+def cmd_nightly(args) -> int:
+    """farm nightly run-now | beat-command | index (farm.nightly)."""
+    env = dict(os.environ)
+    if args.manifest:
+        env["FARM_NIGHTLY_MANIFEST"] = args.manifest
+    if args.out:
+        env["FARM_OUT"] = args.out
+    if getattr(args, "reports", None):
+        env["FARM_NIGHTLY_REPORTS"] = args.reports
+    settings = nightly_settings(env)
+    if args.action == "index":
+        reports = args.reports or (settings or {}).get("reports") or str(Path(default_out(env)) / "nightly")
+        print(f"wrote {write_index(reports)}")
+        return 0
+    if settings is None:
+        raise UsageError("which manifest? pass --manifest FILE or set FARM_NIGHTLY_MANIFEST")
+    if args.action == "beat-command":
+        print(beat_command(settings))
+        return 0
+    status = run_nightly(settings["manifest"], reports=settings["reports"], goldens=args.goldens or settings["goldens"],
+                         out=settings["out"], broker=args.broker, workers=args.workers, allow_new=args.allow_new,
+                         notify_to=args.notify)
+    print(f"nightly {status['date']}: {status['status']}" + (f" ({status['job']})" if status.get("job") else ""))
+    for problem in status.get("problems") or []:
+        print(f"problem: {problem}")
+    if status.get("report"):
+        print(f"report: {Path(settings['reports']) / status['report']}")
+    print(f"index: {Path(settings['reports']) / 'index.html'}")
+    if status.get("notify"):
+        n = status["notify"]
+        print(f"notified {n['target']}: {'ok' if n['ok'] else 'FAILED'} ({n['detail']})")
+    return {"pass": 0, "fail": 1}.get(status["status"], 2)
 
 
 def add_run_options(s) -> None:
@@ -88,31 +250,53 @@ def add_run_options(s) -> None:
     g = s.add_argument_group("comparison with goldens (when the manifest has goldens, or with --goldens)")
     g.add_argument("--goldens", help="goldens folder (default: $FARM_GOLDENS, else next to the manifest)")
     g.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the run")
-    g.add_argument("--report", metavar="DIR", help="write the HTML report, junit.xml and summary.md there")
+    g.add_argument("-o", "--output", "--report", dest="report", metavar="DIR",
+                   help="write the HTML report, junit.xml and summary.md there (this command's output folder)")
     g.add_argument("--no-compare", action="store_true", help="render only, even when goldens exist")
+    g.add_argument("--update-goldens", nargs="?", const="new", choices=sorted(UPDATE_MODES), metavar="new|failed|all",
+                   help="after comparing, approve the traces that are new (default), failed, or all of them, as the"
+                        " goldens (creates <manifest folder>/goldens when there are none); e.g. the first run:"
+                        " farm run job.toml --update-goldens")
+    g.add_argument("--allow-blank", action="store_true", help="with --update-goldens: approve blank frames too")
 
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("run", help="render a job manifest (local process pool, or Celery workers with a broker)")
     s.add_argument("manifest", help="job manifest (TOML)")
     s.add_argument("--job-id", help="name the job (default: NAME-DATE-TIME-XXXX)")
+    s.add_argument("--json", action="store_true", help="print one JSON object: the run's counts and its comparison"
+                                                       " (the summary goes to stderr)")
     add_runner_options(s)
     add_run_options(s)
     s.set_defaults(func=cmd_run)
 
     s = sub.add_parser("status", help="show a job's frames: done, failed (with the reason), pending")
-    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
-    s.add_argument("--out", help="output store (default: $FARM_OUT or ./farm-out)")
+    s.add_argument("job", help=RUN_HELP)
+    s.add_argument("--out", help="output store (default: $FARM_OUT, farm.toml's store, ./farm-out)")
     s.add_argument("--json", action="store_true", help="print JSON")
     s.add_argument("--limit", type=int, default=20, help="failed frames to list (default 20)")
     s.set_defaults(func=cmd_status)
 
     s = sub.add_parser("retry", help="render a job's failed (or unfinished) frames again")
-    s.add_argument("job", help="job id (in --out) or the path of its jobs/<id>.json")
+    s.add_argument("job", help=RUN_HELP)
     s.add_argument("--failed", action="store_true", help="frames that failed")
     s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
     add_runner_options(s)
     s.set_defaults(func=cmd_retry)
+    s = sub.add_parser("nightly", help="the nightly run: run-now (here, at once), beat-command (the celery beat line"
+                                        " with its schedule file in the state folder), index (rewrite index.html)")
+    s.add_argument("action", choices=("run-now", "beat-command", "index"), help="what to do (see above)")
+    s.add_argument("--manifest", help="the manifest (default: $FARM_NIGHTLY_MANIFEST)")
+    s.add_argument("--reports", metavar="DIR", help="dated reports, status files and index.html (default:"
+                                                    " $FARM_NIGHTLY_REPORTS, else STORE/nightly)")
+    s.add_argument("--goldens", help="goldens folder (default: $FARM_NIGHTLY_GOLDENS, else next to the manifest)")
+    s.add_argument("--notify", metavar="CMD|URL", help="after the night: a command (summary on stdin) or an http(s)"
+                                                       " URL (POST of the status JSON) (default:"
+                                                       " $FARM_NIGHTLY_NOTIFY)")
+    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the night")
+    add_runner_options(s)
+    s.set_defaults(func=cmd_nightly)
+
     s = sub.add_parser("demo", help="render the sample models (goldens/manifest.toml) locally, compare them with"
                                      " the committed goldens, write the report")
     s.add_argument("--out", default="demo-out", help="models, store/ and report/ go here (default demo-out)")

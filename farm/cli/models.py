@@ -31,7 +31,14 @@ from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
 from renderer.summary import format_text, summarize
 from renderer.texture_set import MISSING_MODES
 
-__all__ = ["add_parsers"]
+__all__ = ["EXAMPLES", "add_parsers"]
+
+EXAMPLES = {
+    "inspect": ["farm inspect models/crate.mdx", "farm inspect units/footman.mdx --json --strict"],
+    "convert": ["farm convert models/crate.mdx crate.mdl"],
+    "render": ["farm render models/crate.mdx -o crate.png --sequence Stand --time 500 --size 256x256",
+               "farm render models/crate.mdx -o walk.png --sequence Walk --every 100 --size 128"],
+}
 
 
 def _load(path: str, strict: bool = False, **opts):
@@ -156,26 +163,27 @@ def cmd_render(args) -> int:
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("inspect", help="show what a model file holds")
-    s.add_argument("file")
+    s.add_argument("file", help="the model file (.mdx, .mdl, .model, .gbxmodel)")
     s.add_argument("--json", action="store_true", help="print JSON with stable keys")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     _add_halo_options(s)
     s.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("convert", help="convert MDX <-> MDL by the output's extension")
-    s.add_argument("input")
-    s.add_argument("output")
+    s.add_argument("input", help="the model to read (.mdx or .mdl)")
+    s.add_argument("output", help="the file to write; its extension (.mdl or .mdx) picks the format")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     s.set_defaults(func=cmd_convert)
 
     s = sub.add_parser("render", help="render frames of a model to PNG")
-    s.add_argument("model")
-    s.add_argument("-o", "--output", required=True, help="PNG path (numbered when several times are rendered)")
+    s.add_argument("model", help="the model file to render")
+    s.add_argument("-o", "--output", required=True, help="the PNG to write (this command's one output; numbered"
+                                                         " when several times are rendered)")
     s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")
     s.add_argument("--time", type=int, default=0, help="ms from the sequence start")
     s.add_argument("--times", help="several times in ms, e.g. 0,250,500")
     s.add_argument("--every", type=int, help="render every N ms of the sequence")
-    s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH, default 512x512")
+    s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH or N (NxN), default 512x512")
     s.add_argument("--camera", default="auto", help="auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]")
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
     s.add_argument("--msaa", type=msaa_arg, default=0, help="MSAA samples (clamped to what GL grants)")
@@ -188,8 +196,10 @@ def add_parsers(sub) -> None:
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
                         " first), archives, or extracted data (default: $FARM_GAME_DIR)")
-    s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker")
-    s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"))
+    s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker",
+                   help="what a texture that cannot be found is drawn as (default checker)")
+    s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"),
+                   help="GL backend (default auto: EGL, then OSMesa, then a hidden GLFW window)")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     _add_halo_options(s)
     s.set_defaults(func=cmd_render)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from farm.cli.common import workers_arg
+from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.state import StateLocked
 
-__all__ = ["add_parsers"]
+__all__ = ["EXAMPLES", "add_parsers"]
+
+EXAMPLES = {"thumbnails": ["farm thumbnails assets/war3 assets/halo -o thumbs-out --size 128",
+                           "farm thumbnails assets/war3 --out thumbs-out --broker redis://localhost:6379/0"]}
 
 
 def cmd_thumbnails(args) -> int:
@@ -34,21 +37,23 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("thumbnails", help="a thumbnail of every model under some folders, contact sheets and a"
                                           " searchable index.html (incremental)")
     s.add_argument("roots", nargs="+", metavar="ROOT", help="folder to search for .mdx .mdl .model .gbxmodel")
-    s.add_argument("--out", required=True, help="output folder (thumbs/, sheets/, index.html, index.json)")
-    s.add_argument("--size", type=int, default=256, help="thumbnail width and height in pixels (default 256)")
+    s.add_argument("-o", "--out", required=True, help="output folder (thumbs/, sheets/, index.html, index.json)")
+    s.add_argument("--size", type=square_size_arg, default=256, help="thumbnail size: N or NxN pixels (square;"
+                                                                     " default 256)")
     s.add_argument("--sequence", help="sequence to show when a model has it (default: Portrait); else Stand,"
                                       " else the first")
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
     s.add_argument("--format", choices=("png", "webp"), default="png", help="png (trace in a text chunk) or webp"
                                                                              " (lossless, trace in a .json sidecar)")
-    s.add_argument("--team", type=int, default=0, help="team colour index 0-27")
-    s.add_argument("--msaa", type=int, default=4, help="MSAA samples (default 4, clamped to what GL grants)")
+    s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
+    s.add_argument("--msaa", type=msaa_arg, default=4, help="MSAA samples (default 4, clamped to what GL grants)")
     s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
     s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
                    help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last (installation folder, archives, extracted data)")
-    s.add_argument("--missing-textures", choices=("checker", "white"), default="checker")
+    s.add_argument("--missing-textures", choices=("checker", "white"), default="checker",
+                   help="what a texture that cannot be found is drawn as (default checker)")
     s.add_argument("--force", action="store_true", help="render every model, even those up to date")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"

@@ -23,7 +23,9 @@ its golden, the difference heatmap and the SSIM map are written as PNGs under
 The verdict: ``fail`` when any trace is ``fail``, ``rejected`` or ``error``; when any is ``new``
 (unless `allow_new`: CI should not accept images nobody has looked at, so new traces fail by
 default, as vitest's ``update: none`` and `--mpl` do); and when nothing was compared at all (no
-trace had a golden), so a comparison can never pass by silently skipping.
+trace had a golden), so a comparison can never pass by silently skipping; the one exception is a
+run whose every trace is new with `allow_new` (a first run that asked for it): it passes, with a
+note (``results["notes"]``) saying nothing was compared.
 
 `diff_runs(base, head)` compares the same trace keys of two runs (for a pull request: before and
 after a change), with the head's thresholds: ``unchanged`` (identical, or within the thresholds:
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -45,7 +48,7 @@ from farm.compare.metrics import Comparison, Thresholds, compare
 from farm.compare.status import statuses
 from farm.files import json_bytes
 from farm.goldens.index import GoldenIndex, env_key, now
-from farm.images import image_digest, png_bytes, read_png
+from farm.images import blank_reason, image_digest, png_bytes, read_png
 from farm.plan.keys import parse_key
 
 __all__ = [
@@ -79,7 +82,17 @@ def _trace_base(key: str, t: Mapping) -> dict:
     return {"key": key, "model": t.get("model") or _model_of(key), "sequence": t.get("sequence"),
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
-            "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None}
+            "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None, "render_s": None,
+            "compare_s": None, "blank": None}
+
+
+def _timed(fn, *args) -> dict:
+    """A trace's result with the seconds its comparison took ("compare_s": JUnit's time when the
+    render time is not recorded)."""
+    t0 = time.perf_counter()
+    res = fn(*args)
+    res["compare_s"] = round(max(time.perf_counter() - t0, 1e-6), 6)
+    return res
 
 
 def _model_of(key: str) -> str:
@@ -98,13 +111,16 @@ class _Frame:
         self.ref = store.image_ref(png)
         self.rgba, trace = read_png(data)
         self.digest = image_digest(self.rgba)
-        gl = (trace or {}).get("gl")
-        if gl is None:
-            try:
-                gl = store.read_sidecar(png).get("trace", {}).get("gl")
-            except (OSError, ValueError):
-                gl = None
+        self.blank = blank_reason(self.rgba)
+        try:
+            sidecar = store.read_sidecar(png) or {}
+        except (OSError, ValueError):
+            sidecar = {}
+        gl = (trace or {}).get("gl") or sidecar.get("trace", {}).get("gl")
         self.gl = gl or {}
+        # Seconds the renderer took for this frame, when the worker recorded it (sidecar "render_s").
+        seconds = sidecar.get("render_s", (trace or {}).get("render_s"))
+        self.render_s = float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
         self.env = env_key(self.gl)
         self.size = [int(self.rgba.shape[1]), int(self.rgba.shape[0])]
 
@@ -144,7 +160,7 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
     if frame is None:
         res.update(status="error", reason=error)
         return res
-    res.update(digest=frame.digest, size=frame.size, env=frame.env)
+    res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=frame.render_s, blank=frame.blank)
     look = index.lookup(key, frame.env)
     hit = look.exact(frame.digest)
     th = Thresholds.from_dict(res["thresholds"])
@@ -215,7 +231,8 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
     for t in traces:
         counts[t["status"]] = counts.get(t["status"], 0) + 1
     counts["total"] = len(results["traces"])
-    problems = []
+    problems: list[str] = []
+    notes: list[str] = []
     if results.get("kind") == "diff":
         compared = sum(1 for t in traces if t["status"] in ("unchanged", "changed"))
         n = counts["changed"] + counts["added"] + counts["removed"] + counts["error"]
@@ -238,12 +255,20 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
         if counts["new"] and not allow:
             problems.append(f"{counts['new']} trace(s) have no golden yet: review them, then `farm approve RUN"
                             f" --new` (or pass --allow-new to let new traces through)")
-        if compared == 0:
+        # Nothing compared fails (a comparison never passes by silently skipping), except when every
+        # trace is new and new traces were explicitly allowed (a first run with --allow-new).
+        all_new_allowed = compared == 0 and counts["new"] and allow and not failing
+        if compared == 0 and not all_new_allowed:
             problems.append("nothing was compared: no trace of this run has an approved golden")
-        results["verdict"] = "fail" if failing or (counts["new"] and not allow) or compared == 0 else "pass"
+        if all_new_allowed:
+            notes.append(f"nothing was compared: all {counts['new']} trace(s) are new (allowed by --allow-new);"
+                         f" approve them to start comparing")
+        results["verdict"] = ("fail" if failing or (counts["new"] and not allow) or (compared == 0 and not
+                              all_new_allowed) else "pass")
     results["counts"] = counts
     results["compared"] = compared
     results["problems"] = problems
+    results["notes"] = notes
     return results
 
 
@@ -266,9 +291,9 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
         traces = dict(previous["traces"])
         for k in keys:
             if k in job.traces:
-                traces[k] = _compare_trace(job, index, k, job.traces[k], heatmaps)
+                traces[k] = _timed(_compare_trace, job, index, k, job.traces[k], heatmaps)
     else:
-        traces = {k: _compare_trace(job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
+        traces = {k: _timed(_compare_trace, job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
     results = {
         "format": FORMAT, "kind": "goldens", "job": job.id, "name": job.data.get("name"),
         "store": job.store.location, "manifest": job.data.get("manifest"), "goldens": str(Path(goldens).absolute()),
@@ -323,7 +348,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
         return res
     new, error_h = _load_frame(head.store, th_)
     if new is not None:
-        res.update(digest=new.digest, size=new.size, env=new.env)
+        res.update(digest=new.digest, size=new.size, env=new.env, render_s=new.render_s, blank=new.blank)
     if tb is None:
         res.update(status="added" if new is not None else "error",
                    reason="The trace is in the head run only." if new is not None else error_h)
@@ -373,7 +398,7 @@ def inputs_changed(base: dict[str, str | None], head: dict[str, str | None]) -> 
 def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:
     """Compare run `head` with run `base`, trace by trace (see the module docstring)."""
     keys = sorted(set(base.traces) | set(head.traces))
-    traces = {k: _diff_trace(base, head, k, base.traces.get(k), head.traces.get(k), heatmaps) for k in keys}
+    traces = {k: _timed(_diff_trace, base, head, k, base.traces.get(k), head.traces.get(k), heatmaps) for k in keys}
     results = {
         "format": FORMAT, "kind": "diff", "job": head.id, "name": head.data.get("name"),
         "store": head.store.location, "manifest": head.data.get("manifest"),

@@ -2,15 +2,20 @@
 environments), decisions (approve, reject, undo, stale, prune)."""
 
 from farm.goldens.decisions import (
+    DECISIONS,
     Candidate,
     StaleReport,
     approve,
+    decision_states,
     prune,
+    redo,
+    redo_target,
     reject,
     run_candidates,
     select_traces,
     stale,
     undo,
+    undo_target,
 )
 from farm.goldens.index import (
     FORMAT,
@@ -31,7 +36,7 @@ from farm.goldens.index import (
     png_pixel_digest,
 )
 
-__all__ = ["FORMAT", "GENERIC", "IMAGES_DIR", "INDEX_NAME", "LOG_NAME", "Candidate", "GoldenError", "GoldenIndex",
-           "Lookup", "StaleReport", "approve", "canonical_entry", "default_user", "entry_line", "env_key",
-           "find_goldens", "locked", "now", "png_pixel_digest", "prune", "reject", "run_candidates",
-           "select_traces", "stale", "undo"]
+__all__ = ["DECISIONS", "FORMAT", "GENERIC", "IMAGES_DIR", "INDEX_NAME", "LOG_NAME", "Candidate", "GoldenError",
+           "GoldenIndex", "Lookup", "StaleReport", "approve", "canonical_entry", "decision_states", "default_user",
+           "entry_line", "env_key", "find_goldens", "locked", "now", "png_pixel_digest", "prune", "redo",
+           "redo_target", "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.goldens.index import GENERIC, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
-from farm.images import png_pixel_digest
+from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
+from farm.images import blank_reason, image_digest, read_png
 
-__all__ = ["Candidate", "StaleReport", "approve", "prune", "reject", "run_candidates", "select_traces", "stale",
-           "undo"]
+__all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "matches", "prune", "redo",
+           "redo_target", "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
 
 
 @dataclass
@@ -30,6 +30,7 @@ class Candidate:
     digest: str  # pixel digest
     size: tuple[int, int]
     gl: dict | None
+    blank: str | None = None  # farm.images.blank_reason of its pixels (None: something was drawn)
 
     @property
     def env(self) -> str:
@@ -55,25 +56,32 @@ def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]
         if hashlib.sha256(data).hexdigest() != t["digest"]:
             skipped.append(f"{key}: the stored image {t['digest'][:12]}... does not match its name; not approved")
             continue
-        digest, size, trace = png_pixel_digest(data)
+        rgba, trace = read_png(data)
+        digest, size = image_digest(rgba), (int(rgba.shape[1]), int(rgba.shape[0]))
         gl = (trace or {}).get("gl")
         if gl is None:
             try:
                 gl = job.store.read_sidecar(t["digest"]).get("trace", {}).get("gl")
             except (OSError, ValueError):
                 gl = None
-        out.append(Candidate(key, t["digest"], data, digest, size, gl))
+        out.append(Candidate(key, t["digest"], data, digest, size, gl, blank_reason(rgba)))
     return out, skipped
+
+
+def matches(key: str, pattern: str) -> bool:
+    """Does `pattern` match any part of trace key `key` (substring, or a glob anywhere in it)?"""
+    return pattern in key or fnmatch.fnmatchcase(key, pattern) or fnmatch.fnmatchcase(key, f"*{pattern}*")
 
 
 def select_traces(job, patterns: Iterable[str] = (), statuses: Iterable[str] | None = None,
                   results: Mapping | None = None) -> list[str]:
-    """Trace keys of a run matching any glob in `patterns` (all when none) and, when `statuses` is
-    given, whose comparison status (from `results`) is one of them."""
+    """Trace keys of a run matching any of `patterns` (all when none) and, when `statuses` is
+    given, whose comparison status (from `results`) is one of them. A pattern matches any part of
+    a key: as a substring (``crate.mdx``, ``|Walk|``) or as a glob anywhere in it (``crate*|Stand``)."""
     patterns = list(patterns)
     keys = sorted(job.traces)
     if patterns:
-        keys = [k for k in keys if any(fnmatch.fnmatchcase(k, p) or k == p for p in patterns)]
+        keys = [k for k in keys if any(matches(k, p) for p in patterns)]
     if statuses is not None:
         wanted = set(statuses)
         traces = (results or {}).get("traces", {})
@@ -96,12 +104,22 @@ def _record_base(action: str, by: str, job=None, note: str | None = None) -> dic
 
 
 def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str, env_scope: bool,
-            change, note: str | None = None) -> tuple[dict | None, list[str]]:
+            change, note: str | None = None, refuse=None) -> tuple[dict | None, list[str]]:
     """The loop every decision on a run's images shares: for each stored image of `keys`, in its
     scope (generic, or with `env_scope` the environment that rendered it), `change(entry, c)` edits
     a copy of the index line (and returns True when the image must be copied into the goldens);
-    lines that end up as they were are left alone; one log record lists every change."""
+    lines that end up as they were are left alone; one log record lists every change. `refuse(c)`:
+    a sentence for a candidate that must be skipped (else None)."""
     cands, skipped = run_candidates(job, keys)
+    if refuse is not None:
+        kept = []
+        for c in cands:
+            why = refuse(c)
+            if why:
+                skipped.append(why)
+            else:
+                kept.append(c)
+        cands = kept
     changes = []
     with locked(root) as index:
         for c in cands:
@@ -123,15 +141,22 @@ def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str,
 
 
 def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: bool = False,
-            add: bool = False) -> tuple[dict | None, list[str]]:
+            add: bool = False, allow_blank: bool = False) -> tuple[dict | None, list[str]]:
     """Approve the images run `job` stored for `keys`: exactly those bytes become the goldens.
 
     Scope: the generic golden (default) or, with `env_scope`, the golden of the environment that
     rendered each image. The approved image replaces the scope's earlier approvals unless `add`
     (then it is one more approved image: for a trace with more than one correct output). Its digest
-    leaves the scope's rejected list. Returns the log record (None when nothing changed) and
-    sentences for traces that were skipped.
+    leaves the scope's rejected list. A blank frame (farm.images.blank_reason: fully transparent,
+    or every pixel one value; most likely nothing was drawn) is skipped unless `allow_blank`.
+    Returns the log record (None when nothing changed) and sentences for traces that were skipped.
     """
+    def refuse(c: Candidate) -> str | None:
+        if c.blank and not allow_blank:
+            return (f"{c.trace}: the frame is blank ({c.blank}); not approved (pass --allow-blank if that is"
+                    f" what it should show)")
+        return None
+
     def change(entry: dict, c: Candidate) -> bool:
         approved = entry["approved"]
         old = next((a for a in approved if a["digest"] == c.digest), None)
@@ -145,7 +170,7 @@ def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: b
         entry["rejected"] = [r for r in entry["rejected"] if r["digest"] != c.digest]
         return old is None
 
-    return _decide(root, job, keys, "approve", by=by, env_scope=env_scope, change=change)
+    return _decide(root, job, keys, "approve", by=by, env_scope=env_scope, change=change, refuse=refuse)
 
 
 def reject(root: str | Path, job, keys: Iterable[str], *, by: str, reason: str | None = None,
@@ -162,40 +187,119 @@ def reject(root: str | Path, job, keys: Iterable[str], *, by: str, reason: str |
     return _decide(root, job, keys, "reject", by=by, env_scope=env_scope, change=change, note=reason)
 
 
-def undo(root: str | Path, *, by: str) -> tuple[dict | None, list[str]]:
-    """Reverse the last approve, reject or prune not yet undone (again: the one before it).
+DECISIONS = ("approve", "reject", "prune")  # the log actions undo can reverse
 
-    A line changed again since (by a later decision that was not undone) is left alone and named
-    in the returned sentences. Returns the new log record ("undo") or None when there is nothing to
-    undo.
-    """
+
+def decision_states(log: list[dict]) -> dict[int, int]:
+    """Per decision id, the id of the undo record that currently reverses it (0: in effect).
+    An undo reverses a decision; a redo (of that decision) puts it back in effect."""
+    state: dict[int, int] = {}
+    for r in log:
+        if r.get("action") in DECISIONS:
+            state[r.get("id")] = 0
+        elif r.get("action") == "undo":
+            state[r.get("undoes")] = r.get("id")
+        elif r.get("action") == "redo":
+            state[r.get("redoes")] = 0
+    return state
+
+
+def _find(log: list[dict], decision: int) -> dict:
+    rec = next((r for r in log if r.get("id") == decision), None)
+    if rec is None:
+        ids = [r.get("id") for r in log]
+        known = f" (the log has #{min(ids)} to #{max(ids)})" if ids else " (the log is empty)"
+        raise GoldenError(f"no decision #{decision} in the golden log{known}; `farm goldens log` lists them")
+    return rec
+
+
+def undo_target(root: str | Path, decision: int | None = None) -> dict | None:
+    """The decision `undo` would reverse: #`decision`, else the last one in effect (None: nothing)."""
+    log = GoldenIndex.load(root).log()
+    state = decision_states(log)
+    if decision is None:
+        return next((r for r in reversed(log) if r.get("action") in DECISIONS and not state.get(r.get("id"))), None)
+    rec = _find(log, decision)
+    if rec.get("action") not in DECISIONS:
+        what = f"an {rec.get('action')} of #{rec.get('undoes') or rec.get('redoes')}"
+        raise GoldenError(f"decision #{decision} is {what}, not an approve, reject or prune: undo or redo"
+                          f" #{rec.get('undoes') or rec.get('redoes')} itself")
+    if state.get(decision):
+        raise GoldenError(f"decision #{decision} is already undone (by #{state[decision]}); put it back with"
+                          f" farm approve --redo {decision}")
+    return rec
+
+
+def redo_target(root: str | Path, decision: int) -> dict:
+    """The undone decision `redo` would put back in effect (#`decision`, or the decision an undo
+    record #`decision` reversed)."""
+    log = GoldenIndex.load(root).log()
+    rec = _find(log, decision)
+    if rec.get("action") == "undo":
+        rec = _find(log, rec["undoes"])
+    if rec.get("action") not in DECISIONS:
+        raise GoldenError(f"decision #{decision} is a {rec.get('action')}: nothing to redo")
+    if not decision_states(log).get(rec["id"]):
+        raise GoldenError(f"decision #{rec['id']} is in effect (not undone): nothing to redo")
+    return rec
+
+
+def _revert(root, target: dict, action: str, by: str, *, forward: bool, dry_run: bool) -> tuple[dict | None,
+                                                                                                list[str]]:
+    """Move every line `target` changed back to its `before` (undo) or again to its `after` (redo),
+    when it is still as that decision (or its undo) left it; other lines are named in the notes."""
     notes: list[str] = []
     with locked(root) as index:
-        log = index.log()
-        undone = {r.get("undoes") for r in log if r.get("action") == "undo"}
-        target = next((r for r in reversed(log) if r.get("action") in ("approve", "reject", "prune")
-                       and r.get("id") not in undone), None)
-        if target is None:
-            return None, ["nothing to undo"]
+        undone_by = decision_states(index.log()).get(target["id"])
+        if bool(undone_by) != forward:  # someone else undid (or redid) it meanwhile
+            raise GoldenError(f"decision #{target['id']} is {'in effect' if forward else 'already undone'} now;"
+                              f" `farm goldens log` shows the log")
         changes = []
         for ch in target.get("changes", []):
             trace, scope = ch["trace"], ch["env"]
             current = index.entry(trace, scope)
-            after = canonical_entry(ch["after"]) if ch.get("after") else None
-            if current != after:
+            frm, to = (ch.get("before"), ch.get("after")) if forward else (ch.get("after"), ch.get("before"))
+            expected = canonical_entry(frm) if frm else None
+            if current != expected:
                 notes.append(f"{trace} [{scope}]: changed again since {target['action']} #{target['id']};"
                              f" left as it is")
                 continue
-            before = canonical_entry(ch["before"]) if ch.get("before") else None
-            index.set_entry(trace, scope, before)
-            for a in (before or {}).get("approved", []):
+            wanted = canonical_entry(to) if to else None
+            if not dry_run:
+                index.set_entry(trace, scope, wanted)
+            for a in (wanted or {}).get("approved", []):
                 if not index.image_path(a["png"]).is_file():
                     notes.append(f"{trace}: its golden image {a['png']}.png is gone from {index.images_dir}"
                                  f" (pruned?); restore it from version control")
-            changes.append({"trace": trace, "env": scope, "before": current, "after": index.entry(trace, scope)})
-        rec = index.append_log({**_record_base("undo", by), "undoes": target["id"],
-                                "undoes_action": target["action"], "changes": changes})
+            changes.append({"trace": trace, "env": scope, "before": current, "after": wanted})
+        link = {"redoes": target["id"]} if forward else {"undoes": target["id"], "undoes_action": target["action"]}
+        rec = {**_record_base(action, by), **link, "changes": changes}
+        if dry_run:
+            rec["id"] = None
+            return rec, notes
+        rec = index.append_log(rec)
     return rec, notes
+
+
+def undo(root: str | Path, *, by: str, decision: int | None = None, dry_run: bool = False) -> tuple[dict | None,
+                                                                                                   list[str]]:
+    """Reverse decision #`decision` (an approve, reject or prune), else the last one still in effect
+    (again: the one before it).
+
+    A line changed again since (by a later decision that was not undone) is left alone and named
+    in the returned sentences. Returns the new log record ("undo") or None when there is nothing to
+    undo. `dry_run`: what it would do, nothing written (the record has id None).
+    """
+    target = undo_target(root, decision)
+    if target is None:
+        return None, ["nothing to undo"]
+    return _revert(root, target, "undo", by, forward=False, dry_run=dry_run)
+
+
+def redo(root: str | Path, decision: int, *, by: str, dry_run: bool = False) -> tuple[dict | None, list[str]]:
+    """Put undone decision #`decision` back in effect (its lines as it left them); a "redo" record."""
+    target = redo_target(root, decision)
+    return _revert(root, target, "redo", by, forward=True, dry_run=dry_run)
 
 
 @dataclass

@@ -60,6 +60,7 @@ from pathlib import Path
 
 from farm.files import atomic_write
 from farm.images import png_pixel_digest
+from farm.settings import default_goldens
 
 __all__ = [
     "FORMAT",
@@ -131,12 +132,14 @@ def default_user(by: str | None = None) -> str:
 
 
 def find_goldens(manifest: str | Path | None, explicit: str | Path | None = None) -> Path | None:
-    """The goldens folder for a manifest: `explicit`, else $FARM_GOLDENS, else the manifest's own
-    folder when it holds an index.jsonl, else its goldens/ subfolder when that does; else None."""
+    """The goldens folder for a manifest: `explicit`, else $FARM_GOLDENS, else farm.toml's goldens,
+    else the manifest's own folder when it holds an index.jsonl, else its goldens/ subfolder when
+    that does; else None."""
     if explicit:
         return Path(explicit)
-    if os.environ.get("FARM_GOLDENS"):
-        return Path(os.environ["FARM_GOLDENS"])
+    configured = default_goldens()  # FARM_GOLDENS, else farm.toml's goldens
+    if configured:
+        return Path(configured)
     if manifest:
         folder = Path(manifest).parent
         for cand in (folder, folder / "goldens"):

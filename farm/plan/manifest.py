@@ -9,6 +9,7 @@
     team = 0                          # team colour 0-27
     missing_textures = "checker"      # or "white"
     sequences = "all"                 # or names (and/or indices): ["Stand", "Walk"]
+    # sequences = ["Portrait", "Stand", "first"]   # a fallback: the first of these the model has
     timestamps = [0, "50%", "100%"]   # ms from the sequence start, or fractions of its length
     # every = 100                     # instead of timestamps: 0, 100, 200, ... up to the length
 
@@ -34,6 +35,14 @@ Errors are `ManifestError`s: unknown keys (with a suggestion), wrong types, valu
 globs that match no file, asset roots that are not folders, TOML syntax. Each names the manifest
 and the line of the offending key (tomllib gives no positions for values, so `key_lines` scans
 the text for them).
+
+Sequences: ``"all"``, or a list of names/indices, each rendered. A list that ends with the keyword
+``"first"`` asks for a fallback instead, like `farm thumbnails` (Portrait, else Stand, else the
+first): one sequence per model, the first entry the model has, else its first sequence (its bind
+pose when it has none). `ModelPlan` resolves the list when it is made (reading the model's
+sequences, no GL; `sequence_fallback` keeps the list, so `farm retry` resolves it again); a model
+that cannot be read keeps the first entry, and its frames fail with the loader's sentence. (A
+sequence that is really named "first" is named by its index in such a list.)
 
 Render settings are checked by farm.settings (the rules the command line and thumbnails use too).
 Threshold keys are those of `farm.compare.Thresholds` (`min_ssim`, `pixel_delta`,
@@ -71,7 +80,9 @@ from farm.settings import (
     check_time,
     type_name,
 )
+from renderer.anim import find_sequence
 from renderer.assets import MpqError, list_models, split_source
+from renderer.formats import load_model
 
 __all__ = [
     "Manifest",
@@ -116,6 +127,27 @@ class TraceThresholds:
     line: int | None = None
 
 
+FIRST = "first"  # the last entry of a sequence fallback list: the model's first sequence
+
+
+def resolve_fallback(path: str, chain: list) -> list:
+    """The one sequence a fallback list picks for the model at `path`: [index] of the first entry
+    it has (names case-insensitively, or indices), [0] for "first", [None] (bind pose) when the
+    model has no sequences; when the model cannot be read, [the first entry] (its frames fail)."""
+    try:
+        model = load_model(path, strict=False)
+    except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
+        return [0 if chain[0] == FIRST else chain[0]]
+    for entry in chain:
+        if entry == FIRST:
+            return [0] if model.sequences else [None]
+        try:
+            return [find_sequence(model, entry)]
+        except ValueError:
+            continue
+    return [0] if model.sequences else [None]
+
+
 @dataclass
 class ModelPlan:
     """One model file and the settings it is rendered with (after defaults and overrides)."""
@@ -131,9 +163,17 @@ class ModelPlan:
     line: int | None = None
     root: str | None = None  # the manifest's folder when it holds the model: the texture search stops there
     missing: str = "warn"  # "warn" or "fail": a frame rendered with a missing asset (farm.settings)
+    sequence_fallback: list | None = None  # ["Stand", "first"]: the list `sequences` was resolved from
+
+    def __post_init__(self):
+        if self.sequence_fallback is None and isinstance(self.sequences, (list, tuple)) \
+                and FIRST in self.sequences:
+            self.sequence_fallback = list(self.sequences)
+        if self.sequence_fallback:
+            self.sequences = resolve_fallback(self.path, self.sequence_fallback)
 
     def to_dict(self) -> dict:
-        return {
+        d = {
             "path": self.path, "rel": self.rel, **self.settings.to_dict(),
             "sequences": self.sequences if self.sequences == "all" else list(self.sequences),
             "timestamps": None if self.timestamps is None else list(self.timestamps), "every": self.every,
@@ -141,6 +181,9 @@ class ModelPlan:
             **({"root": self.root} if self.root else {}),
             **({"missing": self.missing} if self.missing != "warn" else {}),
         }
+        if self.sequence_fallback:
+            d["sequence_fallback"] = list(self.sequence_fallback)
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelPlan:
@@ -352,6 +395,9 @@ def _sequences(ctx: _Ctx, key: tuple, value):
             raise ctx.error(key, f"{_where(key)}[{i}]: {v!r} is not a usable sequence name")
         if v not in out:
             out.append(v)
+    if FIRST in out and out[-1] != FIRST:
+        raise ctx.error(key, f"{_where(key)}: \"first\" ends a fallback list (the entries after it are never"
+                             f" used): write [..., \"first\"]")
     return out
 
 

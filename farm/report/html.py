@@ -23,10 +23,10 @@ from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.files import atomic_write, json_bytes
 from farm.report.junit import junit_xml
 from farm.report.markdown import markdown_summary
-from farm.report.model import approve_command, metric_rows, sort_traces
+from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
 from farm.store import open_store
 
-__all__ = ["build_views", "render_html", "write_report"]
+__all__ = ["build_views", "render_html", "render_nightly_index", "write_report"]
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -130,7 +130,8 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
             "metrics": metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
-            and t["status"] != "error",
+            and t["status"] != "error", "blank": t.get("blank"), "collapsed": group_of(t["status"]) == "passed",
+            **compact_cells(t),
         })
     return views
 
@@ -151,13 +152,15 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
     max_side = max([max(v["w"], v["h"]) for v in views] or [128])
     return _env().get_template("report.html.j2").render(
         title=title, results=results, views=views, diff=diff, counts=counts, statuses=statuses,
+        head=counts_view(results),
+        failed_with_image=sum(1 for v in views if v["status"] == "fail" and v["can_decide"]),
         labels=LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
         new_label="head" if diff else "new", golden_label="base" if diff else "golden",
     )
 
 
 def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str = "img/",
-                 markdown_limit: int = 10) -> dict[str, Path]:
+                 markdown_limit: int = 10, report_url: str | None = None) -> dict[str, Path]:
     """Write the report folder (see farm.report); returns the paths of what it wrote."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -169,8 +172,33 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     paths = {"html": out / "index.html", "junit": out / "junit.xml", "markdown": out / "summary.md",
              "results": out / "results.json"}
     atomic_write(paths["html"], render_html(results, views, serve).encode("utf-8"))
-    atomic_write(paths["junit"], junit_xml(results).encode("utf-8"))
-    atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base,
-                                                     limit=markdown_limit).encode("utf-8"))
+    atomic_write(paths["junit"], junit_xml(results, views, out).encode("utf-8"))
+    atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base, limit=markdown_limit,
+                                                     report_url=report_url).encode("utf-8"))
     atomic_write(paths["results"], json_bytes(results))
     return paths
+
+
+def render_nightly_index(history: list[dict], trend_nights: int = 60) -> str:
+    """The nightly index page (farm.nightly.write_index): `history` (oldest first, one entry per
+    date: date, status, counts, job, report) newest first, a trend strip and pass rates."""
+    nights = []
+    for h in reversed(history):
+        counts = h.get("counts") or {}
+        text = ", ".join(f"{counts[k]} {LABELS.get(k, k)}" for k in REPORT_ORDER if counts.get(k)) or "-"
+        status = h.get("status") if h.get("status") in ("pass", "fail") else "error"
+        nights.append({**h, "status": status, "counts_text": text,
+                       "link": h.get("report") or f"{h.get('date')}/status.json"})
+
+    def rate(n: int) -> dict:
+        last = nights[:n]
+        return {"n": len(last), "passed": sum(1 for x in last if x["status"] == "pass")}
+
+    streak = {"n": 0, "status": nights[0]["status"] if nights else ""}
+    for x in nights:
+        if x["status"] != streak["status"]:
+            break
+        streak["n"] += 1
+    return _env().get_template("nightly.html.j2").render(
+        nights=nights, latest=nights[0] if nights else None, trend=list(reversed(nights[:trend_nights])),
+        rate7=rate(7), rate30=rate(30), streak=streak)

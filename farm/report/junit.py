@@ -1,30 +1,52 @@
 """JUnit XML: one test case per trace, for CI systems (GitLab, Jenkins, GitHub test reporters).
 
-    <testsuites name="modelfarm" tests=".." failures=".." errors=".." skipped="..">
-      <testsuite name="JOB" ...>
+    <testsuites name="modelfarm" tests=".." failures=".." errors=".." time="..">
+      <testsuite name="JOB" tests=".." failures=".." errors=".." skipped=".." time="..">
         <properties>run, store, goldens (or base/head), verdict</properties>
-        <testcase classname="models/crate.mdx" name="Stand|0ms|auto|128x128|..." time="0">
+        <testcase classname="models.crate_mdx" name="Stand|0ms|auto|128x128|..." time="0.0123">
 
-A ``fail`` or ``rejected`` trace is a <failure> (type = the status) whose message is the reason,
-an ``error`` trace (did not render) an <error>, a ``new`` trace a <failure type="new"> unless the
-comparison allowed new traces (then <skipped>). In a diff, ``changed`` traces fail, ``added`` and
-``removed`` ones are skipped with a message, ``unchanged`` ones pass. Each case's <system-out>
-holds the metrics and thresholds. Characters XML cannot carry (control characters from a model
-file) are replaced by U+FFFD.
+Names. ``classname`` is the model path of the key (`farm.plan.keys.parse_key`) with every ``.``
+replaced by ``_`` and then every ``/`` by ``.``: ``models/crate.mdx`` -> ``models.crate_mdx``.
+Jenkins splits a classname at its last dot into package and class, so the folders become packages
+and the model file (extension kept as ``_mdx``) the class; GitLab shows the classname as it is.
+``name`` is the rest of the key (`TraceKey.rest`). A key that does not parse is the name, with the
+classname ``modelfarm``.
+
+Times (seconds): the frame's render time when the worker recorded one (``render_s`` in its sidecar)
+plus the comparison's; else the comparison's (``compare_s``, measured by farm.compare.runs). Never
+all zeros; the suite's time is the sum.
+
+Outcomes. A ``fail`` or ``rejected`` trace is a <failure> (type = the status) whose message is the
+reason, an ``error`` trace (did not render) an <error>, a ``new`` trace a <failure type="new"> when
+new traces fail the run (the default) and <skipped> when the comparison allowed them. In a diff,
+``changed`` traces fail, ``added`` and ``removed`` ones are skipped with a message, ``unchanged``
+ones pass.
+
+<system-out> holds the metrics and thresholds (one JSON line) and, for every trace that is not a
+pass, its images as ``[[ATTACHMENT|path]]`` lines (the new frame, the golden, the difference
+heatmap), each on a line of its own: the Jenkins junit-attachments plugin and GitLab read these.
+Paths are absolute (Jenkins), or relative to $CI_PROJECT_DIR when that is set and holds them
+(GitLab wants them relative to the project folder). Only the <testsuite> carries ``skipped``
+(Jenkins' schema has no such attribute on <testsuites>). Characters XML cannot carry (control
+characters from a model file) are replaced by U+FFFD. tests/data/junit-jenkins.xsd is the schema
+the tests validate this against.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from farm.compare.status import FAILING, FRESH
+from farm.compare.status import FAILING, FRESH, PASSING
 from farm.plan.keys import parse_key
 
-__all__ = ["junit_xml"]
+__all__ = ["attachment_path", "case_names", "junit_xml"]
 
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+NO_CLASS = "modelfarm"
 
 
 def _x(text) -> str:
@@ -44,25 +66,55 @@ def _kind(t: dict, allow_new: bool) -> str | None:
     return None
 
 
-def _case_names(key: str) -> tuple[str, str]:
-    """(classname, name) of a trace's test case: the model, and the rest of the key."""
+def case_names(key: str) -> tuple[str, str]:
+    """(classname, name) of a trace's test case (see the module docstring)."""
     try:
         k = parse_key(key)
     except ValueError:
-        return key, key
-    return k.model, k.rest
+        return NO_CLASS, key
+    return k.model.replace(".", "_").replace("/", "."), k.rest
 
 
-def junit_xml(results: dict) -> str:
+def _seconds(t: dict) -> float:
+    render = t.get("render_s")
+    compare = t.get("compare_s")
+    total = (render if isinstance(render, (int, float)) else 0.0) + (compare if isinstance(compare, (int, float))
+                                                                      else 0.0)
+    return max(total, 1e-6)
+
+
+def _fmt(seconds: float) -> str:
+    return f"{seconds:.6f}"
+
+
+def attachment_path(path: str | Path, environ=None) -> str:
+    """An attachment's path as CI reads it: relative to $CI_PROJECT_DIR (GitLab) when that is set
+    and holds the file, else absolute (Jenkins)."""
+    env = os.environ if environ is None else environ
+    p = Path(path).absolute()
+    project = env.get("CI_PROJECT_DIR")
+    if project:
+        try:
+            return p.relative_to(Path(project).absolute()).as_posix()
+        except ValueError:
+            pass
+    return str(p)
+
+
+def junit_xml(results: dict, views: list[dict] | None = None, out_dir: str | Path | None = None) -> str:
+    """The JUnit document of a comparison. `views` (farm.report.html.build_views) and `out_dir`
+    (the report folder they were copied into) give the attachments; without them there are none."""
     traces = list(results["traces"].values())
     allow_new = bool(results.get("allow_new"))
+    by_key = {v["key"]: v for v in views or []}
     kinds = [_kind(t, allow_new) for t in traces]
     n = {k: kinds.count(k) for k in ("failure", "error", "skipped")}
+    total = sum(_seconds(t) for t in traces)
     root = ET.Element("testsuites", name="modelfarm", tests=str(len(traces)), failures=str(n["failure"]),
-                      errors=str(n["error"]), skipped=str(n["skipped"]), time="0")
+                      errors=str(n["error"]), time=_fmt(total))
     suite = ET.SubElement(root, "testsuite", name=_x(results.get("job")), tests=str(len(traces)),
-                          failures=str(n["failure"]), errors=str(n["error"]), skipped=str(n["skipped"]), time="0",
-                          timestamp=_x(results.get("created")))
+                          failures=str(n["failure"]), errors=str(n["error"]), skipped=str(n["skipped"]),
+                          time=_fmt(total), timestamp=_x(results.get("created")))
     props = ET.SubElement(suite, "properties")
     items = [("kind", results.get("kind")), ("run", results.get("job")), ("store", results.get("store")),
              ("verdict", results.get("verdict"))]
@@ -73,8 +125,8 @@ def junit_xml(results: dict) -> str:
     for name, value in items:
         ET.SubElement(props, "property", name=name, value=_x(value))
     for t, kind in zip(traces, kinds, strict=True):
-        model, rest = _case_names(t["key"])
-        case = ET.SubElement(suite, "testcase", classname=_x(model), name=_x(rest), time="0")
+        classname, name = case_names(t["key"])
+        case = ET.SubElement(suite, "testcase", classname=_x(classname), name=_x(name), time=_fmt(_seconds(t)))
         message = t.get("reason") or t["status"]
         if kind == "failure":
             el = ET.SubElement(case, "failure", type=t["status"], message=_x(message))
@@ -86,7 +138,13 @@ def junit_xml(results: dict) -> str:
             ET.SubElement(case, "skipped", message=_x(f"{t['status']}: {message}"))
         out = {"status": t["status"], "match": t.get("match"), "metrics": t.get("metrics"),
                "thresholds": t.get("thresholds"), "golden": (t.get("golden") or {}).get("digest"),
-               "env": t.get("env")}
-        ET.SubElement(case, "system-out").text = _x(json.dumps(out, sort_keys=True, ensure_ascii=False))
+               "env": t.get("env"), "render_s": t.get("render_s"), "compare_s": t.get("compare_s")}
+        lines = [json.dumps(out, sort_keys=True, ensure_ascii=False)]
+        v = by_key.get(t["key"])
+        if v is not None and out_dir is not None and t["status"] not in PASSING:
+            for src in (v.get("new_src"), v.get("golden_src"), v.get("diff_src")):
+                if src:
+                    lines.append(f"[[ATTACHMENT|{attachment_path(Path(out_dir) / src)}]]")
+        ET.SubElement(case, "system-out").text = _x("\n".join(lines))
     ET.indent(root, space=" ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

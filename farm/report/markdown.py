@@ -1,44 +1,98 @@
-"""A Markdown summary of a comparison, short enough for a pull-request comment.
+"""A Markdown summary of a comparison, fit for a pull-request comment (GitHub, GitLab).
 
-The verdict and the counts, the problems, then the worst differences (lowest SSIM first, up to
-`limit`) as a table with thumbnails of the new frame, the golden and the difference heatmap, then
-the new traces, then the commands that approve them. Image links are `image_base` + the file name
-in the report's img/ folder: relative ("img/") works where the report folder is published as it
-is; pass the URL the folder is published at for a comment on GitHub or GitLab.
+In this order: the verdict and the counts, a link to the full report, the problems, the worst
+differences (lowest SSIM first, up to `limit`) as a table with thumbnails of the new frame, the
+golden and the difference heatmap, the new traces (up to `limit`, with a thumbnail), the commands
+that approve them, and then everything else (the rest of the failures and new traces, the passed
+traces) as plain lines inside a collapsed ``<details>``.
 
-Every string from a model file is HTML-escaped and the table separator ``|`` is written as
-``&#124;``, so a sequence name cannot break the table or inject markup.
+Links. `image_base` is where the report folder is published (``https://ci.example/job/7/report/``)
+or, as before, its img/ folder itself (the default ``img/``: relative, for a summary read next to
+the report): the images are in the report's img/ folder, so a base whose last part is not ``img``
+gets ``img/`` appended. The full report's link is `report_url`, else derived from an absolute
+`image_base` (its report folder + ``index.html``); with neither there is no link.
+
+Size. The whole summary is at most `MAX_CHARS` (65,536: GitHub's limit for a comment body);
+lines of the <details> part are dropped first, then the tables are cut, with a note saying how
+many traces are not shown and where the full report is.
+
+Escaping. Every string from a model file is HTML-escaped, and the characters of Markdown's link
+and image syntax (``[ ] ( ) !``), emphasis (``* _ ~``), code (`` ` ``) and tables (``|``) are
+written as character references, so ``[x](javascript:...)`` in a sequence name stays text.
 """
 
 from __future__ import annotations
 
 import html
+import re
 
 from farm.compare.status import FAILING, FRESH, statuses
 from farm.report.model import approve_command, sort_traces
 
-__all__ = ["markdown_summary"]
+__all__ = ["MAX_CHARS", "image_url", "markdown_summary", "md_text", "report_link"]
 
 THUMB = 96
+MAX_CHARS = 65536
+_MD = {c: f"&#{ord(c)};" for c in "|`[]()!*_~\\"}
+_MD_RE = re.compile("[" + re.escape("".join(_MD)) + "]")
 
 
-def _cell(text) -> str:
+def md_text(text) -> str:
+    """A string from a model file as inert Markdown/HTML text (one line)."""
     s = html.escape("" if text is None else str(text), quote=True)
-    return s.replace("|", "&#124;").replace("\n", " ").replace("\r", " ").replace("`", "&#96;")
+    s = _MD_RE.sub(lambda m: _MD[m.group(0)], s)
+    return s.replace("\n", " ").replace("\r", " ")
+
+
+_cell = md_text
+
+
+def _img_dir(base: str) -> str:
+    """The URL prefix of the report's img/ folder for `image_base` (see the module docstring)."""
+    if not base:
+        return "img/"
+    trimmed = base.rstrip("/")
+    if trimmed.rsplit("/", 1)[-1] == "img":
+        return trimmed + "/"
+    return trimmed + "/img/"
+
+
+def image_url(base: str, src: str | None) -> str | None:
+    """The link of a report image (`src` as the report names it: img/NAME) under `image_base`."""
+    if not src:
+        return None
+    return _img_dir(base) + src.rsplit("/", 1)[-1]
+
+
+def report_link(image_base: str, report_url: str | None = None) -> str | None:
+    if report_url:
+        return report_url
+    if re.match(r"[a-z][a-z0-9+.-]*://", image_base or ""):
+        folder = _img_dir(image_base)[: -len("img/")]
+        return folder + "index.html"
+    return None
 
 
 def _img(base: str, src: str | None, alt: str) -> str:
-    if not src:
+    url = image_url(base, src)
+    if not url:
         return ""
-    name = src.rsplit("/", 1)[-1]
-    return f'<img src="{_cell(base + name)}" width="{THUMB}" alt="{alt}">'
+    return f'<img src="{html.escape(url, quote=True)}" width="{THUMB}" alt="{alt}">'
+
+
+def _metrics(t: dict) -> tuple[str, str, str]:
+    m = t.get("metrics") or {}
+    ssim = "-" if m.get("ssim") is None else f"{m['ssim']:.4f}"
+    over = "-" if not m else f"{100 * m.get('pixels_over', 0):.2f}%"
+    return ssim, over, str(m.get("max_diff", "-")) if m else "-"
 
 
 def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str = "img/",
-                     limit: int = 10) -> str:
+                     limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS) -> str:
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
     by_key = {v["key"]: v for v in views or []}
+    new_label, golden_label = ("head", "base") if diff else ("new", "golden")
     if diff:
         base, head = _cell(results["base"]["job"]), _cell(results["head"]["job"])
         title = f"modelfarm diff <code>{base}</code> → <code>{head}</code>"
@@ -47,49 +101,96 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
         title = f"modelfarm <code>{_cell(results['job'])}</code>"
         icon = "✅ passed" if results.get("verdict") == "pass" else "❌ failed"
     order = statuses(results.get("kind"))
-    lines = [f"## {title}: {icon}", ""]
-    lines += ["| status | traces |", "| --- | ---: |"]
+    link = report_link(image_base, report_url)
+    head_lines = [f"## {title}: {icon}", ""]
+    head_lines += ["| status | traces |", "| --- | ---: |"]
     for s in order:
-        lines.append(f"| {s} | {counts.get(s, 0)} |")
-    lines.append(f"| **total** | **{counts.get('total', 0)}** ({results.get('compared', 0)} compared) |")
-    lines.append("")
+        head_lines.append(f"| {s} | {counts.get(s, 0)} |")
+    head_lines.append(f"| **total** | **{counts.get('total', 0)}** ({results.get('compared', 0)} compared) |")
+    head_lines.append("")
+    if link:
+        head_lines += [f"**[Full report]({html.escape(link, quote=True).replace(')', '%29')})**", ""]
     for p in results.get("problems", []):
-        lines.append(f"- {_cell(p)}")
-    if results.get("problems"):
-        lines.append("")
+        head_lines.append(f"- {_cell(p)}")
+    for n in results.get("notes", []):
+        head_lines.append(f"- note: {_cell(n)}")
+    if results.get("problems") or results.get("notes"):
+        head_lines.append("")
+
     traces = sort_traces(results["traces"].values())
     bad = [t for t in traces if t["status"] in FAILING]
-    if bad:
-        lines += [f"### Worst differences ({min(len(bad), limit)} of {len(bad)})", "",
-                  f"| trace | status | SSIM | pixels over | max diff | {'head' if diff else 'new'} | "
-                  f"{'base' if diff else 'golden'} | difference |",
-                  "| --- | --- | ---: | ---: | ---: | --- | --- | --- |"]
-        for t in bad[:limit]:
-            m = t.get("metrics") or {}
-            v = by_key.get(t["key"], {})
-            ssim = "-" if m.get("ssim") is None else f"{m['ssim']:.4f}"
-            over = "-" if not m else f"{100 * m.get('pixels_over', 0):.2f}%"
-            lines.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | {ssim} | {over} | "
-                         f"{m.get('max_diff', '-') if m else '-'} | {_img(image_base, v.get('new_src'), 'new')} | "
-                         f"{_img(image_base, v.get('golden_src'), 'golden')} | "
-                         f"{_img(image_base, v.get('diff_src'), 'difference')} |")
-        lines.append("")
     fresh = [t for t in traces if t["status"] in FRESH]
+    shown: set[str] = set()
+    table_rows: list[tuple[str, list[str]]] = []  # (section heading, rows) in order
+    if bad:
+        rows = []
+        for t in bad[:limit]:
+            v = by_key.get(t["key"], {})
+            ssim, over, mx = _metrics(t)
+            rows.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | {ssim} | {over} | {mx} | "
+                        f"{_img(image_base, v.get('new_src'), new_label)} | "
+                        f"{_img(image_base, v.get('golden_src'), golden_label)} | "
+                        f"{_img(image_base, v.get('diff_src'), 'difference')} |")
+            shown.add(t["key"])
+        table_rows.append((f"### Worst differences ({len(rows)} of {len(bad)})\n\n"
+                           f"| trace | status | SSIM | pixels over | max diff | {new_label} | {golden_label} |"
+                           f" difference |\n| --- | --- | ---: | ---: | ---: | --- | --- | --- |", rows))
     if fresh:
         what = "Added and removed traces" if diff else "New traces (no golden yet)"
-        lines += [f"### {what} ({min(len(fresh), limit)} of {len(fresh)})", "", "| trace | status | frame |",
-                  "| --- | --- | --- |"]
+        rows = []
         for t in fresh[:limit]:
             v = by_key.get(t["key"], {})
-            lines.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | "
-                         f"{_img(image_base, v.get('new_src') or v.get('golden_src'), 'frame')} |")
-        lines.append("")
+            src, alt = (v.get("new_src"), new_label) if v.get("new_src") else (v.get("golden_src"), golden_label)
+            rows.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | {_img(image_base, src, alt)} |")
+            shown.add(t["key"])
+        table_rows.append((f"### {what} ({len(rows)} of {len(fresh)})\n\n| trace | status | frame |\n"
+                           f"| --- | --- | --- |", rows))
+    tail_lines = []
     if not diff and (counts.get("new") or counts.get("fail")):
-        lines.append("Approve after review (exactly the images this run stored):")
-        lines.append("")
+        tail_lines += ["Approve after review (exactly the images this run stored):", ""]
         if counts.get("new"):
-            lines.append(f"    {approve_command(results, extra=('--new',))}")
+            tail_lines.append(f"    {approve_command(results, extra=('--new',))}")
         if counts.get("fail"):
-            lines.append(f"    {approve_command(results, extra=('--failed',))}")
-        lines.append("")
-    return "\n".join(lines)
+            tail_lines.append(f"    {approve_command(results, extra=('--failed',))}")
+        tail_lines.append("")
+    rest = [t for t in traces if t["key"] not in shown]
+    rest_lines = []
+    for t in rest:
+        ssim, over, _ = _metrics(t)
+        extra = f" (SSIM {ssim}, {over} off)" if ssim != "-" else ""
+        rest_lines.append(f"- {t['status']}: <code>{_cell(t['key'])}</code>{extra}")
+
+    def assemble(tables: list[tuple[str, list[str]]], details: list[str], dropped: int) -> str:
+        lines = list(head_lines)
+        for heading, rows in tables:
+            lines += [heading, *rows, ""]
+        lines += tail_lines
+        if details:
+            lines += [f"<details><summary>The other {len(details)} trace(s)</summary>", "", *details, "",
+                      "</details>", ""]
+        if dropped:
+            where = f" [the full report]({link})" if link else " the full report (index.html)"
+            lines += [f"_{dropped} trace(s) not shown: this summary is cut at {max_chars:,} characters for a"
+                      f" pull-request comment; see{where}._", ""]
+        return "\n".join(lines)
+
+    text = assemble(table_rows, rest_lines, 0)
+    if len(text) <= max_chars:
+        return text
+    # Too long: drop <details> lines from the end, then table rows, until it fits (with the note).
+    details, tables = list(rest_lines), [(h, list(r)) for h, r in table_rows]
+    dropped = 0
+    while len(text) > max_chars:
+        if details:
+            avg = max(1, sum(len(d) + 1 for d in details) // len(details))
+            cut = min(len(details), max(1, -(-(len(text) - max_chars) // avg)))
+            del details[-cut:]
+            dropped += cut
+        elif any(r for _, r in tables):
+            h, r = next((h, r) for h, r in reversed(tables) if r)
+            r.pop()
+            dropped += 1
+        else:
+            return text[: max_chars - 1] + "…"
+        text = assemble(tables, details, dropped)
+    return text

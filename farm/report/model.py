@@ -7,9 +7,9 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from farm.compare.status import GROUP_ORDER, STATUS_ORDER, group_of
+from farm.compare.status import GROUP_ORDER, LABELS, REPORT_ORDER, STATUS_ORDER, group_of
 
-__all__ = ["approve_command", "metric_rows", "shell_path", "sort_traces"]
+__all__ = ["approve_command", "compact_cells", "counts_view", "metric_rows", "shell_path", "sort_traces"]
 
 
 def shell_path(path: str | Path) -> str:
@@ -66,3 +66,25 @@ def metric_rows(t: dict) -> list[dict]:
         {"name": "largest channel difference (0-255)", "value": str(m.get("max_diff")), "limit": "", "ok": None},
     ]
     return rows
+
+
+def compact_cells(t: dict) -> dict:
+    """The compact list's cells of a trace: SSIM and the share of pixels off (text)."""
+    m = t.get("metrics") or {}
+    ssim = m.get("ssim")
+    return {"ssim": "-" if ssim is None else f"{ssim:.4f}",
+            "over": "-" if not m else f"{100 * (m.get('pixels_over') or 0.0):.2f}%"}
+
+
+def counts_view(results: dict) -> dict:
+    """The verdict and counts as the report's header shows them (the page, and `farm serve`'s
+    answers, which the page uses to refresh them): verdict word, [(status, count, label)], totals."""
+    diff = results.get("kind") == "diff"
+    counts = results.get("counts", {})
+    if diff:
+        word = "No changes" if results.get("verdict") == "same" else "Changes found"
+    else:
+        word = "PASSED" if results.get("verdict") == "pass" else "FAILED"
+    return {"verdict": results.get("verdict"), "word": word,
+            "counts": [[s, counts[s], LABELS.get(s, s)] for s in REPORT_ORDER if counts.get(s)],
+            "total": counts.get("total", 0), "compared": results.get("compared", 0)}

@@ -5,11 +5,20 @@ plus three endpoints that change the golden index exactly as the commands do:
 
     POST /api/approve  {"key": TRACE, "env": false}   farm approve RUN --trace TRACE [--env]
     POST /api/reject   {"key": TRACE, "env": false}   farm reject RUN --trace TRACE [--env]
-    POST /api/undo     {}                             farm approve --undo
+    POST /api/bulk     {"action": "approve"|"reject", "keys": [TRACE, ...]}    one decision for them all
+    POST /api/bulk     {"action": "approve", "status": "fail"}     farm approve RUN --failed
+    POST /api/undo     {}                             farm approve --undo --yes
 
-Each answers JSON ``{"ok", "message", "status"}`` (the trace's status afterwards) and rewrites the
-report, so a reload shows the new state. A decision approves the bytes the run stored, the very
-image on the page.
+Each answers JSON ``{"ok", "message", "status"}`` (the trace's status afterwards; bulk and undo:
+``"statuses": {key: [status, label]}``) with ``"head"`` (the verdict and counts,
+farm.report.model.counts_view) so the page refreshes its counts, and rewrites the report, so a
+reload shows the new state. A decision approves the bytes the run stored, the very image on the
+page; a blank frame only with ``"allow_blank": true`` (as --allow-blank).
+
+Robustness: a request line with a NUL byte is a 400; every connection has a read timeout
+(`READ_TIMEOUT`), so a POST whose body is shorter than its Content-Length gets a 400 instead of
+holding a handler thread forever; the temporary report folder is removed when the server stops
+(Ctrl-C, SIGTERM) and when it cannot start (the port is taken).
 
 Only this machine can reach it: the server binds 127.0.0.1 (or another loopback address given
 with --host), answers only requests whose Host header names that address or ``localhost``
@@ -25,6 +34,7 @@ import json
 import mimetypes
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
 import threading
@@ -35,11 +45,14 @@ from urllib.parse import unquote, urlsplit
 
 from farm import goldens as G
 from farm.compare.runs import compare_run, results_for
+from farm.compare.status import LABELS
 from farm.report.html import write_report
+from farm.report.model import counts_view
 
 __all__ = ["ReportServer", "serve"]
 
 MAX_BODY = 64 * 1024
+READ_TIMEOUT = 10.0  # seconds a connection may take to send its request (line, headers, body)
 
 
 class ReportServer:
@@ -77,12 +90,26 @@ class ReportServer:
         t = self.results["traces"].get(key)
         return t["status"] if t else None
 
+    def answer(self, out: dict, keys=()) -> dict:
+        """`out` with the statuses of `keys` and the header's counts (the page refreshes from them)."""
+        head = counts_view(self.results)
+        head["failed_with_image"] = sum(1 for t in self.results["traces"].values()
+                                        if t["status"] == "fail" and t.get("png"))
+        statuses = {}
+        for k in keys:
+            st = self.status_of(k)
+            if st is not None:
+                statuses[k] = [st, LABELS.get(st, st)]
+        if "status" in out and out["status"]:
+            out["label"] = LABELS.get(out["status"], out["status"])
+        return {**out, "statuses": statuses, "head": head}
+
     # --- actions (called with self.lock held)
-    def approve(self, key: str, env: bool = False) -> dict:
+    def approve(self, key: str, env: bool = False, allow_blank: bool = False) -> dict:
         if key not in self.job.traces:
             return {"ok": False, "message": f"{key!r} is not a trace of run {self.job.id}"}
         before = self.index_digest()
-        rec, skipped = G.approve(self.goldens, self.job, [key], by=self.by, env_scope=env)
+        rec, skipped = G.approve(self.goldens, self.job, [key], by=self.by, env_scope=env, allow_blank=allow_blank)
         self.recompare([key], before)
         if rec is None:
             msg = "; ".join(skipped) or "already approved: nothing changed"
@@ -106,6 +133,31 @@ class ReportServer:
         return {"ok": True, "status": self.status_of(key), "log_id": rec["id"],
                 "message": f"rejected as {self.by}; decision #{rec['id']}"}
 
+    def bulk(self, action: str, keys: list[str] | None = None, status: str | None = None, env: bool = False,
+             allow_blank: bool = False) -> dict:
+        """One decision on many traces: `keys`, or every trace whose status is `status` (e.g. "fail")."""
+        if keys is None:
+            keys = sorted(k for k, t in self.results["traces"].items() if t["status"] == status)
+        unknown = [k for k in keys if k not in self.job.traces]
+        if unknown:
+            return {"ok": False, "message": f"{unknown[0]!r} is not a trace of run {self.job.id}"}
+        if not keys:
+            return {"ok": False, "message": f"no trace is {LABELS.get(status or '', status)}: nothing to do"}
+        before = self.index_digest()
+        if action == "approve":
+            rec, skipped = G.approve(self.goldens, self.job, keys, by=self.by, env_scope=env, allow_blank=allow_blank)
+        else:
+            rec, skipped = G.reject(self.goldens, self.job, keys, by=self.by, env_scope=env,
+                                    reason=f"rejected in farm serve by {self.by}")
+        self.recompare(keys, before)
+        done = "approved" if action == "approve" else "rejected"
+        n = len(rec["changes"]) if rec else 0
+        msg = f"{n} trace(s) {done} as {self.by}" + (f"; decision #{rec['id']}" if rec else "")
+        if skipped:
+            msg += f"; {len(skipped)} skipped: " + "; ".join(skipped)
+        return {"ok": rec is not None or not skipped, "message": msg, "log_id": rec["id"] if rec else None,
+                "changed": [c["trace"] for c in rec["changes"]] if rec else [], "keys": keys}
+
     def undo(self) -> dict:
         before = self.index_digest()
         rec, notes = G.undo(self.goldens, by=self.by)
@@ -115,7 +167,7 @@ class ReportServer:
         msg = f"undid {rec['undoes_action']} #{rec['undoes']} ({len(rec['changes'])} trace(s))"
         if notes:
             msg += "; " + "; ".join(notes)
-        return {"ok": True, "message": msg}
+        return {"ok": True, "message": msg, "keys": [c["trace"] for c in rec["changes"]]}
 
     def close(self) -> None:
         if self._own_folder:
@@ -126,6 +178,7 @@ def _handler(state: ReportServer, allowed_hosts: set[str]):
     class Handler(BaseHTTPRequestHandler):
         server_version = "modelfarm"
         protocol_version = "HTTP/1.1"
+        timeout = READ_TIMEOUT  # socket timeout: a slow or short request never holds the thread forever
 
         def log_message(self, fmt, *args):  # quiet: one line per decision is printed instead
             pass
@@ -157,6 +210,8 @@ def _handler(state: ReportServer, allowed_hosts: set[str]):
             if not self._host_ok():
                 return self._send(HTTPStatus.MISDIRECTED_REQUEST, b"wrong Host\n", "text/plain")
             path = unquote(urlsplit(self.path).path)
+            if "\x00" in path:
+                return self._send(HTTPStatus.BAD_REQUEST, b"bad path\n", "text/plain")
             if path in ("/", "/index.html"):
                 path = "/index.html"
             if path == "/favicon.ico":
@@ -186,27 +241,54 @@ def _handler(state: ReportServer, allowed_hosts: set[str]):
             if not 0 <= n <= MAX_BODY:
                 return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "bad Content-Length"})
             try:
-                body = json.loads(self.rfile.read(n) or b"{}")
+                raw = self.rfile.read(n)
+            except (TimeoutError, OSError):
+                raw = None
+            if raw is None or len(raw) < n:
+                self.close_connection = True
+                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "the body is shorter than its"
+                                                                                   " Content-Length"})
+            try:
+                body = json.loads(raw or b"{}")
                 if not isinstance(body, dict):
                     raise ValueError("not an object")
             except ValueError as e:
                 return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": f"bad JSON: {e}"})
             path = urlsplit(self.path).path
-            action = {"/api/approve": "approve", "/api/reject": "reject", "/api/undo": "undo"}.get(path)
+            action = {"/api/approve": "approve", "/api/reject": "reject", "/api/undo": "undo",
+                      "/api/bulk": "bulk"}.get(path)
             if action is None:
                 return self._json(HTTPStatus.NOT_FOUND, {"ok": False, "message": "no such endpoint"})
             key = body.get("key")
-            if action != "undo" and not isinstance(key, str):
+            if action in ("approve", "reject") and not isinstance(key, str):
                 return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "say which trace: {\"key\": ...}"})
+            if action == "bulk":
+                keys, status = body.get("keys"), body.get("status")
+                ok = body.get("action") in ("approve", "reject") and (
+                    (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and status is None)
+                    or (keys is None and status == "fail"))
+                if not ok:
+                    return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "bulk: {\"action\":"
+                                       " \"approve\"|\"reject\", \"keys\": [...]} or {\"action\": ...,"
+                                       " \"status\": \"fail\"}"})
+            env, allow_blank = bool(body.get("env")), bool(body.get("allow_blank"))
             try:
                 with state.lock:
                     if action == "undo":
                         out = state.undo()
+                        out = state.answer(out, out.get("keys", []))
+                    elif action == "bulk":
+                        out = state.bulk(body["action"], body.get("keys"), body.get("status"), env=env,
+                                         allow_blank=allow_blank)
+                        out = state.answer(out, out.get("keys", []))
+                    elif action == "approve":
+                        out = state.answer(state.approve(key, env=env, allow_blank=allow_blank), [key])
                     else:
-                        out = getattr(state, action)(key, env=bool(body.get("env")))
+                        out = state.answer(state.reject(key, env=env), [key])
             except G.GoldenError as e:
                 return self._json(HTTPStatus.CONFLICT, {"ok": False, "message": str(e)})
-            print(f"farm serve: {action} {key or ''}: {out['message']}", file=sys.stderr, flush=True)
+            what = key or body.get("action") or ""
+            print(f"farm serve: {action} {what}: {out['message']}", file=sys.stderr, flush=True)
             self._json(HTTPStatus.OK, out)
 
     return Handler
@@ -246,8 +328,19 @@ def serve(job, goldens: str | Path, *, host: str = "127.0.0.1", port: int = 8765
           allow_new: bool = False, ready=None) -> None:
     """Serve until interrupted. `ready(url)` is called once the server listens."""
     state = ReportServer(job, goldens, by=by, allow_new=allow_new)
-    server = make_server(state, host, port)
+    try:
+        server = make_server(state, host, port)
+    except BaseException:  # the port is taken (OSError), not loopback (ValueError): no temp folder left
+        state.close()
+        raise
     url = f"http://{'[' + host + ']' if ':' in host else host}:{server.server_address[1]}/"
+
+    def stop(signum, frame):  # SIGTERM (kill, systemd, CI): stop like Ctrl-C, cleaning up
+        raise KeyboardInterrupt
+
+    old = None
+    if threading.current_thread() is threading.main_thread():
+        old = signal.signal(signal.SIGTERM, stop)
     try:
         if ready:
             ready(url)
@@ -255,3 +348,5 @@ def serve(job, goldens: str | Path, *, host: str = "127.0.0.1", port: int = 8765
     finally:
         server.server_close()
         state.close()
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)

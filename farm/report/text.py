@@ -37,6 +37,8 @@ def summary_text(results: dict, limit: int = 20, report: str | Path | None = Non
         lines.append(f"  ({similar} passed within the thresholds without being identical to their golden)")
     for p in results.get("problems", []):
         lines.append(f"problem: {p}")
+    for n in results.get("notes", []):
+        lines.append(f"note: {n}")
     if report:
         lines.append(f"report: {report}")
     if not diff:

@@ -19,6 +19,7 @@ batch code (farm.run.local).
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import re
 import secrets
 import time
@@ -72,7 +73,8 @@ class JobState:
                   for k, v in plan.traces.items()}
         data = {
             "format": FORMAT, "job": job_id, "name": manifest.name, "manifest": str(manifest.path),
-            "created": _now(), "runs": [], "models": plan.models,
+            "manifest_sha256": hashlib.sha256(manifest.text.encode("utf-8")).hexdigest()
+            if getattr(manifest, "text", None) else None, "created": _now(), "runs": [], "models": plan.models,
             "trace_thresholds": [{"match": t.match, "values": t.values, "line": t.line}
                                  for t in manifest.trace_thresholds],
             "batches": {b.id: b.to_dict() for b in plan.batches}, "traces": traces,
@@ -93,7 +95,7 @@ class JobState:
             data = store.read_job(job_id)
         except FileNotFoundError:
             known = store.job_ids()
-            hint = f"; jobs there: {', '.join(known[-5:])}" if known else ""
+            hint = f"; jobs there ({len(known)}): {', '.join(known)}" if known else "; it has no jobs yet"
             raise JobError(f"no job {job_id!r} in {store.location} (pass --out DIR or the path of its"
                            f" jobs/<id>.json){hint}") from None
         except ValueError as e:

@@ -1,5 +1,6 @@
-// modelfarm report: views (side by side, swap on hover, slider, onion skin), filters, zoom, and
-// under `farm serve` the Approve / Reject / Undo buttons. No network besides `farm serve`'s own
+// modelfarm report: the compact list (one row per trace; a click opens its card), cards that fold
+// (passed ones start folded), views (side by side, swap on hover, slider, onion skin), filters, zoom,
+// and under `farm serve` the Approve / Reject / Undo buttons and bulk decisions on selected rows. No network besides `farm serve`'s own
 // /api/ endpoints; nothing read from the page is ever inserted as markup (textContent only).
 (function () {
   "use strict";
@@ -11,6 +12,40 @@
   }
 
   var sections = all("section.trace");
+  var rows = all("#trace-list tr.row");
+
+  function sectionOf(key) {
+    return sections.filter(function (s) { return s.getAttribute("data-key") === key; })[0] || null;
+  }
+
+  function rowOf(key) {
+    return rows.filter(function (r) { return r.getAttribute("data-key") === key; })[0] || null;
+  }
+
+  function setCollapsed(section, collapsed) {
+    if (collapsed) {
+      section.setAttribute("data-collapsed", "1");
+    } else {
+      section.removeAttribute("data-collapsed");
+    }
+    var toggle = section.querySelector("button.toggle");
+    if (toggle) {
+      toggle.setAttribute("aria-expanded", String(!collapsed));
+      toggle.textContent = collapsed ? "+" : "\u2212";
+    }
+  }
+
+  function openCard(key) {
+    var section = sectionOf(key);
+    if (!section) {
+      return;
+    }
+    sections.forEach(function (s) { s.classList.remove("focused"); });
+    section.hidden = false;
+    setCollapsed(section, false);
+    section.classList.add("focused");
+    section.scrollIntoView({ block: "start" });
+  }
 
   function pressed(buttons, view) {
     buttons.forEach(function (b) {
@@ -40,14 +75,17 @@
     var select = document.getElementById("model-filter");
     var model = select ? select.value : "";
     var shown = 0;
+    function visible(el) {
+      return wanted[el.getAttribute("data-status")] !== false && (!model || el.getAttribute("data-model") === model);
+    }
     sections.forEach(function (s) {
-      var status = s.getAttribute("data-status");
-      var ok = wanted[status] !== false && (!model || s.getAttribute("data-model") === model);
+      var ok = visible(s);
       s.hidden = !ok;
       if (ok) {
         shown += 1;
       }
     });
+    rows.forEach(function (r) { r.hidden = !visible(r); });
     var counter = document.getElementById("shown-count");
     if (counter) {
       counter.textContent = shown + " of " + sections.length + " traces shown";
@@ -110,6 +148,102 @@
     });
   }
 
+  // Refresh the header's verdict and counts from a server answer ({"head": counts_view}).
+  function refreshHead(head) {
+    if (!head) {
+      return;
+    }
+    var verdict = document.getElementById("verdict");
+    verdict.className = "verdict verdict-" + head.verdict;
+    document.getElementById("verdict-word").textContent = head.word;
+    var counts = document.getElementById("counts");
+    while (counts.firstChild) {
+      counts.removeChild(counts.firstChild);
+    }
+    head.counts.forEach(function (c, i) {
+      if (i) {
+        counts.appendChild(document.createTextNode(", "));
+      }
+      var span = document.createElement("span");
+      span.className = "count status-" + c[0];
+      span.textContent = c[1] + " " + c[2];
+      counts.appendChild(span);
+    });
+    document.getElementById("total").textContent = String(head.total);
+    document.getElementById("compared").textContent = String(head.compared);
+    var failed = document.getElementById("failed-count");
+    if (failed && typeof head.failed_with_image === "number") {
+      failed.textContent = String(head.failed_with_image);
+    }
+  }
+
+  function setBadge(badge, status, label) {
+    if (badge) {
+      badge.textContent = label;
+      badge.className = "badge status-" + status;
+    }
+  }
+
+  // Statuses after a decision: {"statuses": {key: [status, label]}} from the server.
+  function refreshTraces(statuses) {
+    Object.keys(statuses || {}).forEach(function (key) {
+      var st = statuses[key];
+      var section = sectionOf(key);
+      var row = rowOf(key);
+      [section, row].forEach(function (el) {
+        if (el) {
+          el.setAttribute("data-status", st[0]);
+          setBadge(el.querySelector(".badge"), st[0], st[1]);
+        }
+      });
+    });
+  }
+
+  function selectedKeys() {
+    return rows.filter(function (r) {
+      var box = r.querySelector("input.select");
+      return box && box.checked;
+    }).map(function (r) { return r.getAttribute("data-key"); });
+  }
+
+  function showSelected() {
+    var counter = document.getElementById("selected-count");
+    if (counter) {
+      counter.textContent = selectedKeys().length + " selected";
+    }
+  }
+
+  function bulk(body, button) {
+    var result = document.getElementById("bulk-result");
+    var allowBlank = document.getElementById("allow-blank");
+    body.allow_blank = Boolean(allowBlank && allowBlank.checked);
+    button.disabled = true;
+    result.textContent = body.action === "approve" ? "approving..." : "rejecting...";
+    post("api/bulk", body).then(function (data) {
+      result.textContent = data.message || (data.ok ? "done" : "failed");
+      refreshTraces(data.statuses);
+      refreshHead(data.head);
+      if (data.ok) {
+        Object.keys(data.statuses || {}).forEach(function (key) {
+          var row = rowOf(key);
+          var box = row && row.querySelector("input.select");
+          if (box) {
+            box.checked = false;
+          }
+          var section = sectionOf(key);
+          if (section) {
+            section.setAttribute("data-decided", body.action);
+          }
+        });
+      }
+      showSelected();
+    }).catch(function (err) {
+      result.textContent = "the server did not answer: " + err;
+    }).then(function () {
+      button.disabled = false;
+    });
+  }
+
   function decide(section, action, button) {
     var result = section.querySelector(".action-result");
     var envOnly = section.querySelector("input.env-only");
@@ -118,6 +252,12 @@
     post("api/" + action, { key: section.getAttribute("data-key"), env: Boolean(envOnly && envOnly.checked) })
       .then(function (data) {
         result.textContent = data.message || (data.ok ? "done" : "failed");
+        refreshHead(data.head);
+        var row = rowOf(section.getAttribute("data-key"));
+        if (row && data.status) {
+          row.setAttribute("data-status", data.status);
+          setBadge(row.querySelector(".badge"), data.status, data.label || data.status);
+        }
         if (data.ok && data.status) {
           section.setAttribute("data-status", data.status);
           section.setAttribute("data-decided", action);
@@ -138,7 +278,9 @@
     var result = document.getElementById("undo-result");
     button.disabled = true;
     post("api/undo", {}).then(function (data) {
-      result.textContent = (data.message || "") + (data.ok ? " (reload to see the statuses)" : "");
+      result.textContent = data.message || "";
+      refreshTraces(data.statuses);
+      refreshHead(data.head);
     }).catch(function (err) {
       result.textContent = "the server did not answer: " + err;
     }).then(function () {
@@ -177,6 +319,64 @@
   all("#status-filter input[type=checkbox]").forEach(function (box) {
     box.addEventListener("change", applyFilters);
   });
+  rows.forEach(function (row) {
+    row.addEventListener("click", function (event) {
+      if (event.target.closest("input, button, a")) {
+        return;
+      }
+      openCard(row.getAttribute("data-key"));
+    });
+    row.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        openCard(row.getAttribute("data-key"));
+      }
+    });
+    var box = row.querySelector("input.select");
+    if (box) {
+      box.addEventListener("change", showSelected);
+    }
+  });
+  sections.forEach(function (section) {
+    var toggle = section.querySelector("button.toggle");
+    if (toggle) {
+      toggle.addEventListener("click", function () {
+        setCollapsed(section, section.getAttribute("data-collapsed") !== "1");
+      });
+    }
+  });
+  function byId(id) {
+    return document.getElementById(id);
+  }
+  if (byId("bulk")) {
+    byId("select-failed").addEventListener("click", function () {
+      rows.forEach(function (r) {
+        var box = r.querySelector("input.select");
+        if (box) {
+          box.checked = r.getAttribute("data-status") === "fail";
+        }
+      });
+      showSelected();
+    });
+    byId("select-none").addEventListener("click", function () {
+      all("#trace-list input.select").forEach(function (box) { box.checked = false; });
+      showSelected();
+    });
+    ["bulk-approve", "bulk-reject"].forEach(function (id) {
+      var button = byId(id);
+      button.addEventListener("click", function () {
+        var keys = selectedKeys();
+        if (!keys.length) {
+          byId("bulk-result").textContent = "select some traces first (the boxes in the list)";
+          return;
+        }
+        bulk({ action: button.getAttribute("data-action"), keys: keys }, button);
+      });
+    });
+    byId("approve-failed").addEventListener("click", function () {
+      bulk({ action: "approve", status: "fail" }, byId("approve-failed"));
+    });
+  }
   var modelFilter = document.getElementById("model-filter");
   if (modelFilter) {
     modelFilter.addEventListener("change", applyFilters);

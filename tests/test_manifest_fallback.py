@@ -1,0 +1,72 @@
+"""Issue 16: sequence fallback lists in manifests (`sequences = ["Portrait", "Spin", "first"]`: the
+first of these each model has, like `farm thumbnails`), and `farm retry` saying when the manifest
+changed since the job was planned. No GL: planning reads models without rendering."""
+
+from __future__ import annotations
+
+import pytest
+
+from farm.cli import main
+from farm.plan.batches import expand_manifest
+from farm.plan.manifest import ManifestError, ModelPlan, load_manifest
+from farm.run.jobs import JobState
+from farm.store import FolderStore
+from renderer.samples import write_samples
+
+
+@pytest.fixture
+def models(tmp_path, monkeypatch):
+    monkeypatch.delenv("FARM_OUT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    write_samples(tmp_path / "models")  # crate: Stand Spin Death; effects: Stand Birth; filter_modes: Stand
+    return tmp_path
+
+
+def sequences_of(plan) -> dict:
+    return {k.split("|")[0]: k.split("|")[1] for k in plan.traces}
+
+
+def test_fallback_picks_the_first_sequence_each_model_has(models):
+    (models / "job.toml").write_text('sequences = ["Portrait", "Spin", "Birth", "first"]\n'
+                                     '[[models]]\npaths = ["models/*.mdx"]\n')
+    plan = expand_manifest(load_manifest(models / "job.toml"))
+    assert sequences_of(plan) == {"models/crate.mdx": "Spin", "models/effects.mdx": "Birth",
+                                  "models/filter_modes.mdx": "Stand"}  # "first": its first sequence
+    # a list without "first" still renders each entry
+    (models / "job.toml").write_text('sequences = ["Stand", "Spin"]\n[[models]]\npath = "models/crate.mdx"\n')
+    keys = expand_manifest(load_manifest(models / "job.toml")).traces
+    assert {k.split("|")[1] for k in keys} == {"Stand", "Spin"}
+
+
+def test_fallback_survives_the_job_file_and_is_resolved_again(models):
+    (models / "job.toml").write_text('sequences = ["spin", "first"]\n[[models]]\npath = "models/crate.mdx"\n')
+    m = load_manifest(models / "job.toml")
+    (plan,) = m.plans
+    assert plan.sequences == [1] and plan.sequence_fallback == ["spin", "first"]  # case-insensitive, like thumbs
+    again = ModelPlan.from_dict(plan.to_dict())
+    assert again.sequences == [1] and again.sequence_fallback == ["spin", "first"]
+    broken = ModelPlan.from_dict({**plan.to_dict(), "path": str(models / "missing.mdx")})
+    assert broken.sequences == ["spin"]  # unreadable: the first entry; its frames fail with the reason
+
+
+def test_first_must_end_the_list(models):
+    (models / "job.toml").write_text('sequences = ["first", "Stand"]\n[[models]]\npath = "models/crate.mdx"\n')
+    with pytest.raises(ManifestError, match='"first" ends a fallback list'):
+        load_manifest(models / "job.toml")
+
+
+def test_retry_says_when_the_manifest_changed(models, capsys):
+    manifest = models / "job.toml"
+    manifest.write_text('sequences = ["Stand"]\n[[models]]\npath = "models/crate.mdx"\n')
+    m = load_manifest(manifest)
+    job = JobState.create(FolderStore(models / "store"), m, expand_manifest(m), "j1")
+    job.save(force=True)
+    assert main(["retry", "j1", "--failed", "--out", "store"]) == 1  # pending frames: nothing failed to rerun
+    assert "changed since" not in capsys.readouterr().err
+    manifest.write_text('sequences = ["Stand", "Spin"]\n[[models]]\npath = "models/crate.mdx"\n')
+    assert main(["retry", "latest", "--failed", "--out", "store"]) == 1
+    err = capsys.readouterr().err
+    assert "note: the manifest job.toml changed since job j1 was planned" in err and "farm run job.toml" in err
+    manifest.unlink()
+    main(["retry", "j1", "--failed", "--out", "store"])
+    assert "is gone" in capsys.readouterr().err
