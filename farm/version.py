@@ -1,13 +1,16 @@
 """The installed modelfarm version, from the package metadata (pyproject.toml's ``version``).
 
-``python -m farm.version`` prints ``farm VERSION``: the image's smoke test and health check use it
-until `farm --version` exists (wire it in farm.cli.build_parser with
-``p.add_argument("--version", action="version", version=version_line())``).
+`version_line()` is what `farm --version` and ``python -m farm.version`` print:
+``farm VERSION (renderer RENDERER_VERSION, Python X.Y.Z)``; the image's smoke test and health check
+run the latter (no argument parsing, no report templates).
 """
 
 from __future__ import annotations
 
+import sys
 from importlib import metadata
+
+from renderer.frame import RENDERER_VERSION
 
 __all__ = ["DISTRIBUTION", "version", "version_line"]
 
@@ -23,7 +26,7 @@ def version() -> str:
 
 
 def version_line() -> str:
-    return f"farm {version()}"
+    return f"farm {version()} (renderer {RENDERER_VERSION}, Python {sys.version.split()[0]})"
 
 
 if __name__ == "__main__":

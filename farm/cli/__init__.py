@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from importlib import metadata
 
 from farm.cli import goldens, jobs, models, thumbnails
 from farm.cli.common import UsageError
@@ -37,20 +36,12 @@ from farm.run.dispatch import RunnerUnavailable
 from farm.run.jobs import JobError
 from farm.run.progress import configure_logging
 from farm.settings import SettingError, project, variables_help
+from farm.version import version_line
 from renderer.errors import FormatError
-from renderer.frame import RENDERER_VERSION
 
-__all__ = ["build_parser", "main", "version"]
+__all__ = ["build_parser", "main"]
 
 GROUPS = (models, jobs, thumbnails, goldens)  # the order `farm --help` lists the commands in
-
-
-def version() -> str:
-    try:
-        v = metadata.version("modelfarm")
-    except metadata.PackageNotFoundError:
-        v = "unknown (not installed)"
-    return f"farm {v} (renderer {RENDERER_VERSION}, Python {sys.version.split()[0]})"
 
 
 def _apply_project(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +69,7 @@ def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
                                 epilog=variables_help() + "\n\nproject file: farm.toml in this folder or above it"
                                        " (store, goldens, assets, broker, [defaults]); see the README.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=version())
+    p.add_argument("--version", action="version", version=version_line())
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.add_parsers(sub)

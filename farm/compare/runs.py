@@ -160,7 +160,8 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
     if frame is None:
         res.update(status="error", reason=error)
         return res
-    res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=frame.render_s, blank=frame.blank)
+    res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=t.get("render_s", frame.render_s),
+               blank=frame.blank)
     look = index.lookup(key, frame.env)
     hit = look.exact(frame.digest)
     th = Thresholds.from_dict(res["thresholds"])
@@ -348,7 +349,8 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
         return res
     new, error_h = _load_frame(head.store, th_)
     if new is not None:
-        res.update(digest=new.digest, size=new.size, env=new.env, render_s=new.render_s, blank=new.blank)
+        res.update(digest=new.digest, size=new.size, env=new.env, render_s=th_.get("render_s", new.render_s),
+                   blank=new.blank)
     if tb is None:
         res.update(status="added" if new is not None else "error",
                    reason="The trace is in the head run only." if new is not None else error_h)

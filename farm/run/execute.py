@@ -26,6 +26,7 @@ Nothing here imports GL at import time; the renderer is created by the factory i
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -68,11 +69,13 @@ class FrameResult:
     error: str | None = None
     info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
     missing: list[str] | None = None  # assets the frame asked for and the search did not find
+    render_s: float | None = None  # seconds the renderer took (reported to the coordinator, never stored)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, times: bool = True) -> dict:
         return {"key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
                 "error": self.error, **({"info": self.info} if self.info is not None else {}),
-                **({"missing": list(self.missing)} if self.missing else {})}
+                **({"missing": list(self.missing)} if self.missing else {}),
+                **({"render_s": self.render_s} if times and self.render_s is not None else {})}
 
 
 @dataclass
@@ -85,9 +88,10 @@ class BatchResult:
     def failed(self) -> int:
         return sum(f.status != "done" for f in self.frames)
 
-    def to_dict(self) -> dict:
-        # No time, host or process in here: a redelivered batch writes the same result.
-        return {"batch": self.batch, "frames": [f.to_dict() for f in self.frames]}
+    def to_dict(self, times: bool = True) -> dict:
+        """The result as the coordinator receives it; `times=False` is the form written to the store:
+        no time, host or process in it, so a redelivered batch writes the same result."""
+        return {"batch": self.batch, "frames": [f.to_dict(times) for f in self.frames]}
 
     @classmethod
     def from_dict(cls, d: dict) -> BatchResult:
@@ -198,7 +202,7 @@ class BatchKind:
     def record(self, store, job_id: str, result: BatchResult) -> None:
         """Make the result visible to the coordinator (and to `farm status`) through the store."""
         try:
-            store.write_batch_result(job_id, result.to_dict())
+            store.write_batch_result(job_id, result.to_dict(times=False))
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
 
@@ -278,9 +282,12 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     try:
         for key, t in work.frames:
             try:
+                started = time.perf_counter()
                 with frame_deadline(budgets.frame_seconds):
                     frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest)
-                frames.append(kind.keep(batch, store, model, frame, key, t, work))
+                kept = kind.keep(batch, store, model, frame, key, t, work)
+                kept.render_s = round(time.perf_counter() - started, 6)
+                frames.append(kept)
             except abort as e:  # the frames done so far stay done
                 return finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
             except TransientError:

@@ -143,6 +143,8 @@ class JobState:
                 t["missing"] = list(f.missing)
             else:
                 t.pop("missing", None)
+            if f.render_s is not None:
+                t["render_s"] = f.render_s
         self.save()
 
     def missing_assets(self) -> dict[str, list[str]]:
