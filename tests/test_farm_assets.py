@@ -166,3 +166,25 @@ def test_thumbnails_list_the_models_inside_map_archives(map_tree, tmp_path):
     assert [m["id"] for m in index["models"]] == ["packed/keep.w3x:war3mapImported/units/crate.mdx"]
     assert index["models"][0]["status"] == "done" and not summary.failed
     assert index["models"][0]["missing"] == ["Textures\\Glow.tga"]
+
+
+def test_a_frame_with_placeholders_is_reported_and_not_approved_by_accident(map_tree, tmp_path, capsys):
+    manifest = map_tree / "job.toml"
+    manifest.write_text('name = "m"\nsize = "32x32"\ntimestamps = [0]\nsequences = ["Stand"]\n'
+                        'models = ["maps/**/*.mdx"]\n')
+    out, goldens, report = map_tree / "out", tmp_path / "goldens", tmp_path / "report"
+    job = run_job(manifest, out=out, workers=1, broker="local", progress=False, job_id="m1")
+    (key,) = job.traces
+    assert main(["approve", "m1", "--all", "--out", str(out), "--goldens", str(goldens)]) == 1
+    err = capsys.readouterr().err
+    assert "drew placeholders for missing assets (Textures\\Glow.tga); not approved (pass --allow-missing" in err
+    assert not (goldens / "index.jsonl").exists() or key not in (goldens / "index.jsonl").read_text()
+    assert main(["compare", "m1", "--out", str(out), "--goldens", str(goldens), "--allow-new",
+                 "-o", str(report)]) == 0  # every trace new, and allowed
+    capsys.readouterr()
+    junit = (report / "junit.xml").read_text()
+    assert "missing assets (drawn as placeholders): Textures\\Glow.tga" in junit
+    html = (report / "index.html").read_text()
+    assert "missing assets" in html and "Textures\\Glow.tga" in html
+    assert main(["approve", "m1", "--all", "--allow-missing", "--out", str(out), "--goldens", str(goldens)]) == 0
+    assert key in (goldens / "index.jsonl").read_text()

@@ -165,7 +165,8 @@ def cmd_approve(args) -> int:
     if not keys:
         print(f"farm approve: no trace of run {job.id} matches the selection", file=sys.stderr)
         return 1
-    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add, allow_blank=args.allow_blank)
+    rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add, allow_blank=args.allow_blank,
+                             allow_missing=args.allow_missing)
     _print_record("approve", rec, skipped, folder)
     return 0 if rec is not None or not skipped else 1
 
@@ -356,6 +357,8 @@ def add_parsers(sub) -> None:
                                                       " than one correct output)")
     s.add_argument("--allow-blank", action="store_true", help="approve blank frames too (fully transparent, or every"
                                                               " pixel one value: skipped by default)")
+    s.add_argument("--allow-missing", action="store_true", help="approve frames that drew placeholders for missing"
+                                                               " assets too (a checker where a texture should be)")
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--undo", nargs="?", const=True, type=_decision_arg, metavar="ID",
                    help="reverse decision ID (`farm goldens log` lists them), or without ID the last approve/reject/"

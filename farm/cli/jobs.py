@@ -60,7 +60,8 @@ def bootstrap_command(job, folder: Path | None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bool = False) -> dict | None:
+def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bool = False,
+                    allow_missing: bool = False) -> dict | None:
     """Approve what --update-goldens=MODE names (the images this run stored); the decision record."""
     wanted = UPDATE_MODES[mode]
     keys = [k for k, t in results["traces"].items()
@@ -68,7 +69,8 @@ def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bo
     if not keys:
         print(f"--update-goldens={mode}: nothing to approve")
         return None
-    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None), allow_blank=allow_blank)
+    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None), allow_blank=allow_blank,
+                             allow_missing=allow_missing)
     for s in skipped:
         print(f"skipped: {s}", file=sys.stderr)
     if rec is not None:
@@ -79,7 +81,7 @@ def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bo
 
 def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
                  required: bool = False, update: str | None = None,
-                 allow_blank: bool = False) -> tuple[int | None, dict | None, object]:
+                 allow_blank: bool = False, allow_missing: bool = False) -> tuple[int | None, dict | None, object]:
     """The comparison step of `farm run`: (exit status or None when the run has no goldens and none
     were asked for, the results, the report's index.html). Messages go to stdout, errors to stderr.
 
@@ -95,7 +97,7 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
             return None, None, None
         results = compare_run(job, folder, allow_new=allow_new)
         if update:
-            if _update_goldens(job, folder, update, results, allow_blank) is not None:
+            if _update_goldens(job, folder, update, results, allow_blank, allow_missing) is not None:
                 results = compare_run(job, folder, allow_new=allow_new)
         elif results["counts"].get("new") == results["counts"]["total"] and results["counts"]["total"]:
             print(f"first run against {folder}: every trace is new. After a look at the frames, approve them"
@@ -151,7 +153,8 @@ def cmd_run(args) -> int:
             with contextlib.redirect_stdout(sys.stderr):
                 compared, results, html = compare_step(job, args.goldens, allow_new=args.allow_new,
                                                        report=args.report, update=args.update_goldens,
-                                                       allow_blank=args.allow_blank)
+                                                       allow_blank=args.allow_blank,
+                                                       allow_missing=args.allow_missing)
             if results is not None:
                 out["comparison"] = results_json(results, html)
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -160,7 +163,8 @@ def cmd_run(args) -> int:
     if args.no_compare:
         return rendered
     compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
-                                 update=args.update_goldens, allow_blank=args.allow_blank)
+                                 update=args.update_goldens, allow_blank=args.allow_blank,
+                                 allow_missing=args.allow_missing)
     return max(rendered, compared or 0)
 
 
@@ -258,6 +262,8 @@ def add_run_options(s) -> None:
                         " goldens (creates <manifest folder>/goldens when there are none); e.g. the first run:"
                         " farm run job.toml --update-goldens")
     g.add_argument("--allow-blank", action="store_true", help="with --update-goldens: approve blank frames too")
+    g.add_argument("--allow-missing", action="store_true", help="with --update-goldens: approve frames that drew"
+                                                               " placeholders for missing assets too")
 
 
 def add_parsers(sub) -> None:

@@ -83,7 +83,7 @@ def _trace_base(key: str, t: Mapping) -> dict:
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
             "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None, "render_s": None,
-            "compare_s": None, "blank": None}
+            "compare_s": None, "blank": None, "missing": list(t.get("missing") or [])}
 
 
 def _timed(fn, *args) -> dict:

@@ -31,6 +31,7 @@ class Candidate:
     size: tuple[int, int]
     gl: dict | None
     blank: str | None = None  # farm.images.blank_reason of its pixels (None: something was drawn)
+    missing: tuple = ()  # assets the frame drew placeholders for (the job's trace state)
 
     @property
     def env(self) -> str:
@@ -64,7 +65,8 @@ def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]
                 gl = job.store.read_sidecar(t["digest"]).get("trace", {}).get("gl")
             except (OSError, ValueError):
                 gl = None
-        out.append(Candidate(key, t["digest"], data, digest, size, gl, blank_reason(rgba)))
+        out.append(Candidate(key, t["digest"], data, digest, size, gl, blank_reason(rgba),
+                             tuple(t.get("missing") or ())))
     return out, skipped
 
 
@@ -141,20 +143,26 @@ def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str,
 
 
 def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: bool = False,
-            add: bool = False, allow_blank: bool = False) -> tuple[dict | None, list[str]]:
+            add: bool = False, allow_blank: bool = False, allow_missing: bool = False) -> tuple[dict | None, list[str]]:
     """Approve the images run `job` stored for `keys`: exactly those bytes become the goldens.
 
     Scope: the generic golden (default) or, with `env_scope`, the golden of the environment that
     rendered each image. The approved image replaces the scope's earlier approvals unless `add`
     (then it is one more approved image: for a trace with more than one correct output). Its digest
     leaves the scope's rejected list. A blank frame (farm.images.blank_reason: fully transparent,
-    or every pixel one value; most likely nothing was drawn) is skipped unless `allow_blank`.
+    or every pixel one value; most likely nothing was drawn) is skipped unless `allow_blank`, and a
+    frame that drew placeholders for missing assets (a checker where a texture should be) unless
+    `allow_missing`, so neither becomes a golden by accident.
     Returns the log record (None when nothing changed) and sentences for traces that were skipped.
     """
     def refuse(c: Candidate) -> str | None:
         if c.blank and not allow_blank:
             return (f"{c.trace}: the frame is blank ({c.blank}); not approved (pass --allow-blank if that is"
                     f" what it should show)")
+        if c.missing and not allow_missing:
+            shown = ", ".join(c.missing[:3]) + (f" and {len(c.missing) - 3} more" if len(c.missing) > 3 else "")
+            return (f"{c.trace}: the frame drew placeholders for missing assets ({shown}); not approved (pass"
+                    f" --allow-missing if that is what it should show)")
         return None
 
     def change(entry: dict, c: Candidate) -> bool:

@@ -130,7 +130,8 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
             "metrics": metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
-            and t["status"] != "error", "blank": t.get("blank"), "collapsed": group_of(t["status"]) == "passed",
+            and t["status"] != "error", "blank": t.get("blank"),
+            "missing": list(t.get("missing") or []), "collapsed": group_of(t["status"]) == "passed",
             **compact_cells(t),
         })
     return views

@@ -138,8 +138,11 @@ def junit_xml(results: dict, views: list[dict] | None = None, out_dir: str | Pat
             ET.SubElement(case, "skipped", message=_x(f"{t['status']}: {message}"))
         out = {"status": t["status"], "match": t.get("match"), "metrics": t.get("metrics"),
                "thresholds": t.get("thresholds"), "golden": (t.get("golden") or {}).get("digest"),
-               "env": t.get("env"), "render_s": t.get("render_s"), "compare_s": t.get("compare_s")}
+               "env": t.get("env"), "render_s": t.get("render_s"), "compare_s": t.get("compare_s"),
+               "missing": t.get("missing") or []}
         lines = [json.dumps(out, sort_keys=True, ensure_ascii=False)]
+        if t.get("missing"):
+            lines.append(f"missing assets (drawn as placeholders): {', '.join(t['missing'])}")
         v = by_key.get(t["key"])
         if v is not None and out_dir is not None and t["status"] not in PASSING:
             for src in (v.get("new_src"), v.get("golden_src"), v.get("diff_src")):
