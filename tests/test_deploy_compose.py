@@ -31,7 +31,7 @@ SMOKE = DOCKER / "smoke.sh"
 
 # FARM_* variables the compose file hands to a service before the code reads them: each is waiting
 # for another change (listed in docker/README.md, "Triage"), and only the named service may use it.
-PENDING = {"FARM_SERVE_TOKEN": "serve"}
+PENDING: dict[str, str] = {}  # FARM_* variables compose gives that the code does not read yet
 
 _VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 

@@ -164,3 +164,43 @@ def test_saved_results_stay_reusable_only_when_the_server_made_every_change(serv
     G.reject(g, run, [K_FAIL], by="someone in a terminal")  # behind the server's back
     request(api + "undo", {}, token)  # undoes that rejection: the server's results were stale
     assert json.loads(saved.read_text())["goldens_digest"] is None
+
+
+def test_beyond_loopback_every_request_needs_the_token(tmp_path):
+    """`farm serve --host 0.0.0.0` in a container (docker/compose.yaml, service serve): only with
+    FARM_SERVE_TOKEN; then pages too need it: the link's ?token= once (a cookie after that)."""
+    import http.client
+
+    g = tmp_path / "goldens"
+    run = make_run(tmp_path / "store", {K_NEW: image(3)})
+    state = ReportServer(run, g, by="Remote Tester", token="s3cret-token")
+    with pytest.raises(ValueError, match="only with FARM_SERVE_TOKEN"):
+        make_server(state, "0.0.0.0", 0)
+    server = make_server(state, "0.0.0.0", 0, remote_token="s3cret-token")
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    port = server.server_address[1]
+    try:
+        def get(path, headers=None):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            c.request("GET", path, headers={"Host": "triage.example:8765", **(headers or {})})
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            return r.status, dict(r.getheaders()), body
+
+        assert get("/")[0] == 401 and get("/?token=wrong")[0] == 401
+        status, headers, _ = get("/?token=s3cret-token")
+        assert status == 303 and headers["Location"] == "/"
+        cookie = headers["Set-Cookie"].split(";")[0]
+        assert cookie == "farm_token=s3cret-token" and "HttpOnly" in headers["Set-Cookie"]
+        status, _, body = get("/", {"Cookie": cookie})
+        assert status == 200 and b"Remote Tester" not in body[:0] and b"<html" in body.lower()
+        url = f"http://127.0.0.1:{port}/api/approve"
+        assert request(url, {"key": K_NEW})[0] == 403
+        code, raw = request(url, {"key": K_NEW}, {"X-Farm-Token": "s3cret-token"})
+        assert code == 200 and json.loads(raw)["ok"]
+    finally:
+        server.shutdown()
+        server.server_close()
+        state.close()

@@ -32,6 +32,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import mimetypes
+import os
 import secrets
 import shutil
 import signal
@@ -59,12 +60,12 @@ class ReportServer:
     """The state behind the server: the run, its goldens, the current results and the report folder."""
 
     def __init__(self, job, goldens: str | Path, *, by: str | None = None, allow_new: bool = False,
-                 folder: str | Path | None = None):
+                 folder: str | Path | None = None, token: str | None = None):
         self.job = job
         self.goldens = Path(goldens)
         self.by = G.default_user(by)
         self.allow_new = allow_new
-        self.token = secrets.token_urlsafe(24)
+        self.token = token or secrets.token_urlsafe(24)
         self._own_folder = folder is None
         self.folder = Path(folder or tempfile.mkdtemp(prefix="farm-serve-"))
         self.lock = threading.Lock()
@@ -174,7 +175,12 @@ class ReportServer:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def _handler(state: ReportServer, allowed_hosts: set[str]):
+TOKEN_COOKIE = "farm_token"
+
+
+def _handler(state: ReportServer, allowed_hosts: set[str] | None):
+    """`allowed_hosts` None: served beyond loopback (a container's interface), where every request
+    must carry the token (the ?token= of the link once, then an HttpOnly cookie) instead."""
     class Handler(BaseHTTPRequestHandler):
         server_version = "modelfarm"
         protocol_version = "HTTP/1.1"
@@ -184,8 +190,17 @@ def _handler(state: ReportServer, allowed_hosts: set[str]):
             pass
 
         def _host_ok(self) -> bool:
+            if allowed_hosts is None:
+                return True  # the token guards every request instead (a port mapping changes the Host)
             host = (self.headers.get("Host") or "").strip().lower()
             return host in allowed_hosts
+
+        def _token_ok(self) -> bool:
+            if allowed_hosts is not None:
+                return True  # loopback: pages are open, decisions need the page's token (below)
+            cookies = dict(c.strip().split("=", 1) for c in (self.headers.get("Cookie") or "").split(";") if "=" in c)
+            given = self.headers.get("X-Farm-Token") or cookies.get(TOKEN_COOKIE, "")
+            return secrets.compare_digest(given, state.token)
 
         def _send(self, code: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
             self.send_response(code)
@@ -209,9 +224,19 @@ def _handler(state: ReportServer, allowed_hosts: set[str]):
         def do_GET(self):  # noqa: N802
             if not self._host_ok():
                 return self._send(HTTPStatus.MISDIRECTED_REQUEST, b"wrong Host\n", "text/plain")
-            path = unquote(urlsplit(self.path).path)
+            parts = urlsplit(self.path)
+            path = unquote(parts.path)
             if "\x00" in path:
                 return self._send(HTTPStatus.BAD_REQUEST, b"bad path\n", "text/plain")
+            if allowed_hosts is None:
+                query = dict(q.split("=", 1) for q in parts.query.split("&") if "=" in q)
+                if secrets.compare_digest(unquote(query.get("token", "")), state.token):
+                    return self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {
+                        "Location": parts.path or "/",
+                        "Set-Cookie": f"{TOKEN_COOKIE}={state.token}; HttpOnly; SameSite=Strict; Path=/"})
+                if not self._token_ok():
+                    return self._send(HTTPStatus.UNAUTHORIZED, b"open the link with ?token=... (FARM_SERVE_TOKEN)\n",
+                                      "text/plain")
             if path in ("/", "/index.html"):
                 path = "/index.html"
             if path == "/favicon.ico":
@@ -294,18 +319,24 @@ def _handler(state: ReportServer, allowed_hosts: set[str]):
     return Handler
 
 
-def _check_loopback(host: str) -> None:
+def is_loopback(host: str) -> bool:
     try:
-        ok = ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:
-        ok = host == "localhost"
-    if not ok:
-        raise ValueError(f"farm serve binds loopback addresses only (127.0.0.1, ::1, localhost), not {host!r}:"
-                         f" its buttons change the golden index")
+        return host == "localhost"
 
 
-def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
-    _check_loopback(host)
+def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0, *,
+                remote_token: str | None = None) -> ThreadingHTTPServer:
+    """A server for `state` on host:port. Loopback: Host headers are checked and decisions need the
+    page's token. Any other address (a container's interface) only with `remote_token`
+    (FARM_SERVE_TOKEN), which then guards every request, pages included."""
+    remote = not is_loopback(host)
+    if remote and not remote_token:
+        raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
+                         f" change the golden index")
+    if remote and remote_token != state.token:
+        raise ValueError("the server's token must be FARM_SERVE_TOKEN when it binds beyond loopback")
     bind = "127.0.0.1" if host == "localhost" else host
     server_cls = ThreadingHTTPServer
     if ":" in bind:
@@ -316,6 +347,10 @@ def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0) -> 
 
         server_cls = V6
     server = server_cls((bind, port), _handler(state, set()))
+    if remote:
+        server.RequestHandlerClass = _handler(state, None)
+        server.daemon_threads = True
+        return server
     real_port = server.server_address[1]
     names = {bind, "localhost", "127.0.0.1", f"[{bind}]"}
     allowed = {f"{n}:{real_port}" for n in names} | names
@@ -326,10 +361,15 @@ def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0) -> 
 
 def serve(job, goldens: str | Path, *, host: str = "127.0.0.1", port: int = 8765, by: str | None = None,
           allow_new: bool = False, ready=None) -> None:
-    """Serve until interrupted. `ready(url)` is called once the server listens."""
-    state = ReportServer(job, goldens, by=by, allow_new=allow_new)
+    """Serve until interrupted. `ready(url)` is called once the server listens. Beyond loopback
+    (`--host 0.0.0.0` in a container) only with FARM_SERVE_TOKEN, which every request must carry."""
+    token = os.environ.get("FARM_SERVE_TOKEN") or None
+    if not is_loopback(host) and not token:
+        raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
+                         f" change the golden index")
+    state = ReportServer(job, goldens, by=by, allow_new=allow_new, token=token if not is_loopback(host) else None)
     try:
-        server = make_server(state, host, port)
+        server = make_server(state, host, port, remote_token=state.token if not is_loopback(host) else None)
     except BaseException:  # the port is taken (OSError), not loopback (ValueError): no temp folder left
         state.close()
         raise
