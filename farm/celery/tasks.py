@@ -72,7 +72,7 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
         raise self.retry(exc=e, countdown=countdown, max_retries=conf.farm_task_max_retries,
                          kwargs={"job_id": job_id, "batch": batch, "out": out,
                                  "avoid": sorted(set(avoid) | {host}), "hops": 0}) from e
-    return result.to_dict()
+    return result.to_dict(times=True)  # render times for the coordinator (the store keeps none)
 
 
 _NIGHTLY_LIMIT = (nightly_settings() or {}).get("time_limit", 12 * 3600)

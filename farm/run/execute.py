@@ -71,7 +71,7 @@ class FrameResult:
     missing: list[str] | None = None  # assets the frame asked for and the search did not find
     render_s: float | None = None  # seconds the renderer took (reported to the coordinator, never stored)
 
-    def to_dict(self, times: bool = True) -> dict:
+    def to_dict(self, times: bool = False) -> dict:
         return {"key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
                 "error": self.error, **({"info": self.info} if self.info is not None else {}),
                 **({"missing": list(self.missing)} if self.missing else {}),
@@ -88,9 +88,9 @@ class BatchResult:
     def failed(self) -> int:
         return sum(f.status != "done" for f in self.frames)
 
-    def to_dict(self, times: bool = True) -> dict:
-        """The result as the coordinator receives it; `times=False` is the form written to the store:
-        no time, host or process in it, so a redelivered batch writes the same result."""
+    def to_dict(self, times: bool = False) -> dict:
+        """The result as the store keeps it: no time, host or process in it, so a redelivered batch
+        writes the same result. `times=True` adds each frame's render time, for the coordinator."""
         return {"batch": self.batch, "frames": [f.to_dict(times) for f in self.frames]}
 
     @classmethod
@@ -202,7 +202,7 @@ class BatchKind:
     def record(self, store, job_id: str, result: BatchResult) -> None:
         """Make the result visible to the coordinator (and to `farm status`) through the store."""
         try:
-            store.write_batch_result(job_id, result.to_dict(times=False))
+            store.write_batch_result(job_id, result.to_dict())
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
 

@@ -72,7 +72,7 @@ def _run_batch(job_id: str, batch: dict, location: str, max_deliveries: int) -> 
             _queue.put((b.id, done, failed))
 
     return render_batch(b, worker.get_renderer, open_store(location), job_id, on_frame=on_frame,
-                        max_deliveries=max_deliveries).to_dict()
+                        max_deliveries=max_deliveries).to_dict(times=True)
 
 
 # --- in the parent
