@@ -378,6 +378,8 @@ FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
      "4096"),
     ("FARM_STALL_GRACE_S", "a local worker silent for 2 x the frame limit + this many seconds is stopped", "30"),
     ("FARM_MAX_FRAMES", "the most frames one job may plan", "200000"),
+    ("FARM_BATCH_FRAMES", "the most frames in one batch: longer sequences are cut, to spread over workers",
+     "48"),
     ("FARM_GAME_DIR", "Warcraft III game data (folder or archives, os.pathsep-separated), searched last",
      "-"),
     ("FARM_MAX_TASKS_PER_CHILD", "recycle a worker pool process after this many batches", "100"),

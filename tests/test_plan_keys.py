@@ -76,3 +76,12 @@ def test_a_batch_with_a_bad_setting_is_refused_with_the_setting_named():
     with pytest.raises(SettingError, match="explicit camera"):
         RenderSettings(camera="nan,0,0:0,0,0")
     assert TraceKey("m", None, 0, "auto", 1, 1, 0, 0, "transparent").rest == "-|0ms|auto|1x1|msaa0|team0|transparent"
+
+
+def test_long_sequences_are_cut_into_even_batches():
+    from farm.plan.batches import chunks
+
+    assert [len(c) for c in chunks(list(range(100)), 48)] == [34, 33, 33]
+    assert chunks([5], 48) == [[5]] and chunks([], 48) == [[]]
+    parts = chunks(list(range(0, 1000, 10)), 7)
+    assert [t for c in parts for t in c] == list(range(0, 1000, 10)) and max(map(len, parts)) <= 7

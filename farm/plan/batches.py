@@ -28,6 +28,7 @@ from renderer.assets import read_source, split_source
 from renderer.formats import load_model
 
 DEFAULT_MAX_FRAMES = 200_000
+DEFAULT_BATCH_FRAMES = 48
 
 __all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
            "max_frames", "model_digest", "read_model", "resolve_times", "sequence_label"]
@@ -35,6 +36,27 @@ __all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manif
 
 class TooManyFrames(ValueError):
     """A plan that would render more frames than the job's cap (FARM_MAX_FRAMES)."""
+
+
+def batch_frames(environ=None) -> int:
+    """The most frames in one batch (FARM_BATCH_FRAMES, default 48): a long sequence is cut into
+    batches of consecutive timestamps, so its frames spread over every worker instead of making one
+    process the whole job's critical path. Frames are the same bytes either way (a batch renders what
+    separate renders give); each batch loads the model once and simulates its effects from the
+    bounded window before its first frame."""
+    return env_int("FARM_BATCH_FRAMES", DEFAULT_BATCH_FRAMES, environ, minimum=1)
+
+
+def chunks(times: list[int], size: int) -> list[list[int]]:
+    """`times` (ascending) in runs of at most `size`, as even as possible: 100 by 48 is 34, 33, 33."""
+    n = max(1, -(-len(times) // size))
+    base, extra = divmod(len(times), n)
+    out, i = [], 0
+    for k in range(n):
+        step = base + (1 if k < extra else 0)
+        out.append(times[i:i + step])
+        i += step
+    return [c for c in out if c] or [times]
 
 
 def max_frames(environ=None) -> int:
@@ -204,8 +226,9 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
             start, end = model.sequences[index].interval
             times = resolve_times(plan, int(end) - int(start))
             label = sequence_label(model, index)
-            batches.append(Batch(plan.path, plan.rel, digest, index, label, times, keys_for(label, times),
-                                 **common))
+            for part in chunks(times, batch_frames()):
+                batches.append(Batch(plan.path, plan.rel, digest, index, label, part, keys_for(label, part),
+                                     **common))
     traces: dict[str, dict] = {}
     for b in batches:
         for t, k in zip(b.times, b.keys, strict=True):
