@@ -42,6 +42,7 @@ class FrameSpec:
     instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
     lighting: str = DEFAULT_LIGHTING  # a name in renderer.rules.LIGHTING_RULES
     lights: str = "off"  # off | model: the model's LITE lights shade it too (renderer.rules, "Model lights")
+    wireframe: bool = False  # geosets as lines (glPolygonMode LINE; effects stay filled); farm view's w
 
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
@@ -189,7 +190,13 @@ class Renderer:
         fb = self._framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
-            draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting, lights)
+            if spec.wireframe:
+                _polygon_mode(True)
+            try:
+                draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting, lights)
+            finally:
+                if spec.wireframe:
+                    _polygon_mode(False)
             if fx is not None:
                 self._draw_effects(fx, gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
@@ -287,7 +294,8 @@ class Renderer:
             "lighting": lighting_rule(spec.lighting).describe(),
             "render_rule": RENDER_RULE,
             "gl": self.gl_info(),
-        } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"})
+        } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"}) | (
+            {"wireframe": True} if spec.wireframe else {})  # keys only when on: frames without them are as before
 
     def __enter__(self) -> Renderer:
         return self
@@ -313,6 +321,12 @@ class Renderer:
         if self._ctx is not None:
             self._ctx.release()
             self._ctx = None
+
+
+def _polygon_mode(lines: bool) -> None:
+    from OpenGL import GL
+
+    GL.glPolygonMode(GL.GL_FRONT_AND_BACK, GL.GL_LINE if lines else GL.GL_FILL)
 
 
 __all__ = ["Frame", "FrameSpec", "Renderer"]

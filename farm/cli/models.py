@@ -140,8 +140,8 @@ def cmd_render(args) -> int:
     try:
         for i, t in enumerate(times):
             spec = settings.frame_spec(seq, t, stop_at)
-            if args.lights != "off":
-                spec = dataclasses.replace(spec, lights=args.lights)
+            if args.lights != "off" or args.wireframe:
+                spec = dataclasses.replace(spec, lights=args.lights, wireframe=args.wireframe)
             try:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:
@@ -191,6 +191,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--lights", default="off", choices=LIGHTS_MODES,
                    help="model: the model's own LITE lights shade it too, on top of --lighting (renderer/rules.py,"
                         " 'Model lights'); default off")
+    s.add_argument("--wireframe", action="store_true", help="draw the geosets as lines (what farm view's w shows)")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
                         " first), archives, or extracted data (default: $FARM_GAME_DIR)")
