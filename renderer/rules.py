@@ -147,6 +147,8 @@ def lighting_rule(name: str) -> LightingRule:
 # attenuation is linear between KLAS (start) and KLAE (end):
 #   att(d) = 1 for d <= start, (end - d) / (end - start) between, 0 for d >= end (and when end <= start:
 #   1 for d <= end, else 0). Nothing is added past attenuation end.
+# N is the shaded normal (the HD normal map's for HD layers), turned on back faces when the lighting
+# rule flips them; model lights add no specular term.
 # A light whose KLAV visibility is <= 0 (renderer.anim.pose.VISIBILITY_THRESHOLD) adds nothing.
 # Our choices (the format doc lists no renderer that shades with LITE but Warsmash, not verified
 # here): the linear falloff; the directional light shining along the node's local -Z (an unrotated

@@ -188,3 +188,16 @@ def test_farm_render_lights_model(tmp_path):
     off, off_trace = read_png(tmp_path / "off.png")
     assert on_trace["lights"] == f"model: {LIGHT_RULE}" and "lights" not in off_trace
     np.testing.assert_allclose(on[32, 32, :3].astype(int), [GREY * 1.7, BASE, BASE], atol=1.5)
+
+
+def test_hd_layers_are_lit_by_model_lights_too(tmp_path):
+    from test_render_hd import GREY as HD_GREY
+    from test_render_hd import hd_model
+
+    m = hd_model(tmp_path, {"diffuse": HD_GREY})
+    m.lights = [omni(1, attenuation_start=100, attenuation_end=200, color=(1, 0, 0), intensity=1)]
+    m.pivots = np.array([(0, 0, 0), (10, 0, 0)], "<f4")
+    f = renderer().render(m, FrameSpec(width=64, height=64, camera=FRONT_CAMERA, background="#000000",
+                                       lights="model"))
+    # Neutral slots: no specular from either light, occlusion 1; the light adds to the diffuse factor.
+    np.testing.assert_allclose(centre(f)[:3], [128 * 1.7, 128 * 0.7, 128 * 0.7], atol=2.5)
