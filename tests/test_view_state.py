@@ -117,6 +117,14 @@ def test_a_script_is_a_key_sequence(samples):
     actions = [s.apply(e) for e in events]
     assert actions[-3:] == ["save", "screenshot", "quit"]
     assert (s.sequence, s.time_ms, s.playing) == (1, 250, True)
+    # The window's callback steps act like their plain forms.
+    t = state_of(samples["crate"])
+    for e in parse_script("mouse left 10 0; wheel 1; press ]; press t"):
+        t.apply(e)
+    u = state_of(samples["crate"])
+    for e in parse_script("drag left 10 0; zoom 1; key ]; key t"):
+        u.apply(e)
+    assert t == u
     with pytest.raises(ValueError, match="orbit DYAW DPITCH"):
         parse_script("spin 3")
 

@@ -35,7 +35,8 @@ def test_scripted_window_session(tmp_path):
     env = _window_env()
     crate = [p for p in write_samples(tmp_path / "samples") if p.stem == "crate"][0]
     shot = tmp_path / "shot.png"
-    script = f"orbit 30 -10; zoom 1; key ]; key right; key right; key t; key w; key w; key s; screenshot {shot}; quit"
+    script = (f"orbit 30 -10; mouse left 8 4; zoom 1; wheel -1; key ]; press right; key right; press t; key w; press w;"
+              f" mouse right 3 2; key s; screenshot {shot}; quit")
     run = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 640x480x24", sys.executable, "-m", "farm.cli.view",
                           str(crate), "--size", "128x96", "--out", str(tmp_path), "--script", script],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -197,15 +197,15 @@ class ViewState:
         kind, *args = event
         if kind == "orbit":  # degrees, through the drag handler
             self.drag("left", *self.orbit_pixels(args[0], args[1]))
-        elif kind == "drag":
+        elif kind in ("drag", "mouse"):
             self.drag(args[0], args[1], args[2])
         elif kind == "pan":
             self.drag("right", args[0], args[1])
-        elif kind == "zoom":
+        elif kind in ("zoom", "wheel"):
             self.zoom(args[0])
         elif kind == "tick":
             self.tick(args[0])
-        elif kind == "key":
+        elif kind in ("key", "press"):
             return self.key(args[0])
         elif kind in ("screenshot", "quit"):
             return kind
@@ -252,7 +252,10 @@ def _next(options: tuple, current: str) -> str:
 
 def parse_script(text: str) -> list[tuple]:
     """`orbit DYAW DPITCH` (degrees), `drag left|right DX DY`, `pan DX DY`, `zoom CLICKS` (pixels /
-    clicks, as the mouse), `key NAME`, `tick MS`, `screenshot PATH`, `quit`; separated by `;`."""
+    clicks, as the mouse), `key NAME`, `tick MS`, `screenshot PATH`, `quit`; separated by `;`.
+    The window shell also takes `press NAME`, `mouse left|right DX DY` and `wheel CLICKS`: the same
+    steps sent through its glfw callbacks (button press, cursor moves, release; key codes).
+    `ViewState.apply` treats them as key / drag / zoom."""
     events = []
     for part in text.split(";"):
         words = part.split()
@@ -262,11 +265,11 @@ def parse_script(text: str) -> list[tuple]:
         try:
             if kind in ("orbit", "pan") and len(args) == 2:
                 events.append((kind, float(args[0]), float(args[1])))
-            elif kind == "drag" and len(args) == 3 and args[0] in ("left", "right"):
+            elif kind in ("drag", "mouse") and len(args) == 3 and args[0] in ("left", "right"):
                 events.append((kind, args[0], float(args[1]), float(args[2])))
-            elif kind in ("zoom", "tick") and len(args) == 1:
+            elif kind in ("zoom", "tick", "wheel") and len(args) == 1:
                 events.append((kind, float(args[0])))
-            elif kind in ("key", "screenshot") and len(args) == 1:
+            elif kind in ("key", "press", "screenshot") and len(args) == 1:
                 events.append((kind, args[0] if kind == "screenshot" else args[0].lower()))
             elif kind == "quit" and not args:
                 events.append(("quit",))

@@ -103,6 +103,27 @@ class ViewWindow:
             self.screenshot(args[0])
         elif kind == "quit":
             self.glfw.set_window_should_close(self.window, True)
+        elif kind in ("press", "mouse", "wheel"):
+            self._through_callbacks(kind, args)
+
+    def _through_callbacks(self, kind: str, args) -> None:
+        """Script steps sent as glfw would send them: key codes, button press / cursor / release."""
+        glfw, win = self.glfw, self.window
+        if kind == "press":
+            codes = {name: code for code, name in self._keys.items()}
+            if args[0] not in codes:
+                raise ValueError(f"press {args[0]!r}: not a key farm view knows")
+            self._on_key(win, codes[args[0]], 0, glfw.PRESS, 0)
+        elif kind == "wheel":
+            self._on_scroll(win, 0.0, args[0])
+        else:
+            button = glfw.MOUSE_BUTTON_LEFT if args[0] == "left" else glfw.MOUSE_BUTTON_RIGHT
+            self._on_button(win, button, glfw.PRESS, 0)
+            x, y = self._cursor
+            steps = 4
+            for i in range(1, steps + 1):
+                self._on_cursor(win, x + args[1] * i / steps, y + args[2] * i / steps)
+            self._on_button(win, button, glfw.RELEASE, 0)
 
     def _on_key(self, _win, key, _scancode, action, _mods) -> None:
         if action in (self.glfw.PRESS, self.glfw.REPEAT) and key in self._keys:
