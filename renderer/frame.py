@@ -20,7 +20,7 @@ from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
-from renderer.rules import DEFAULT_LIGHTING, RENDER_RULE, lighting_rule
+from renderer.rules import DEFAULT_LIGHTING, LIGHT_RULE, MAX_MODEL_LIGHTS, RENDER_RULE, check_lights, lighting_rule
 
 RENDERER_VERSION = "0.2"  # 0.2: the viewer's lighting rule by default, stored mip levels, HD slots, GEOA colour order
 
@@ -41,9 +41,12 @@ class FrameSpec:
     stop_at: str | None = None  # the asset / job root holding the model: the search goes no higher
     instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
     lighting: str = DEFAULT_LIGHTING  # a name in renderer.rules.LIGHTING_RULES
+    lights: str = "off"  # off | model: the model's LITE lights shade it too (renderer.rules, "Model lights")
+    wireframe: bool = False  # geosets as lines (glPolygonMode LINE; effects stay filled); farm view's w
 
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
+        check_lights(self.lights)
 
     def background_rgba(self) -> tuple[float, float, float, float]:
         if self.background == "transparent":
@@ -183,10 +186,17 @@ class Renderer:
         # Effects: the content hash seeds the emitters, so it is known before drawing.
         digest = self._digest(model, model_digest)
         fx = self.effects.at(model, gpu.animator, seq, spec.time_ms, spec.instance_seed, digest, camera.view())
+        lights, notes = self._lights(model, spec, pose)
         fb = self._framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
-            draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting)
+            if spec.wireframe:
+                _polygon_mode(True)
+            try:
+                draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting, lights)
+            finally:
+                if spec.wireframe:
+                    _polygon_mode(False)
             if fx is not None:
                 self._draw_effects(fx, gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
@@ -196,7 +206,21 @@ class Renderer:
             raise
         trace = self.trace(model, spec, seq, camera, granted, digest)
         record = [dict(a) for a in gpu.search.record] if gpu.search is not None else []
-        return Frame(rgba, trace, list(gpu.diagnostics), record)
+        return Frame(rgba, trace, list(gpu.diagnostics) + notes, record)
+
+    @staticmethod
+    def _lights(model: Model, spec: FrameSpec, pose):
+        """(FrameLights or None, diagnostics) of a frame: None unless the spec asks for model lights."""
+        if spec.lights != "model":
+            return None, []
+        from renderer.lights import frame_lights
+
+        lights = frame_lights(model, pose)
+        notes = []
+        if lights.dropped:
+            notes.append(Diagnostic("lights", None, f"{len(model.lights)} lights, only the first {MAX_MODEL_LIGHTS}"
+                                    f" shade the model; dropped: {', '.join(lights.dropped)}"))
+        return lights, notes
 
     def _framebuffer(self, width: int, height: int, samples: int):
         """The framebuffer of the last frame when it has this size and MSAA, else a new one: a batch
@@ -270,7 +294,8 @@ class Renderer:
             "lighting": lighting_rule(spec.lighting).describe(),
             "render_rule": RENDER_RULE,
             "gl": self.gl_info(),
-        }
+        } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"}) | (
+            {"wireframe": True} if spec.wireframe else {})  # keys only when on: frames without them are as before
 
     def __enter__(self) -> Renderer:
         return self
@@ -296,6 +321,12 @@ class Renderer:
         if self._ctx is not None:
             self._ctx.release()
             self._ctx = None
+
+
+def _polygon_mode(lines: bool) -> None:
+    from OpenGL import GL
+
+    GL.glPolygonMode(GL.GL_FRONT_AND_BACK, GL.GL_LINE if lines else GL.GL_FILL)
 
 
 __all__ = ["Frame", "FrameSpec", "Renderer"]

@@ -133,6 +133,60 @@ def lighting_rule(name: str) -> LightingRule:
     except KeyError:
         raise ValueError(f"lighting must be one of {sorted(LIGHTING_RULES)}, got {name!r}") from None
 
+# ---- Model lights (LITE; renderer/lights.py, renderer/gl/model_program.py) -------------------
+# Off by default (FrameSpec.lights = "off": the frame is drawn exactly as without this feature and
+# its trace has no "lights" key). With lights = "model", the model's own Light nodes add to the
+# lighting rule's factor, per pixel, for shaded (not Unshaded) layers, SD and HD alike:
+#     rgb = texel x colour x (factor_rule + sum_i light_i)         (per channel; the framebuffer clamps)
+# where factor_rule is the lighting rule's scalar factor above (white), and for light i at node world
+# matrix M (the posed node hierarchy, renderer.anim pose), P = M @ pivot, d = |P - x|:
+#   omni (0):        (C I clamp(N.L, 0, 1) + A AI) att(d),   L = normalize(P - x)
+#   directional (1): C I clamp(N.L, 0, 1) + A AI,            L = -normalize(M3 @ LIGHT_DIRECTION_LOCAL)
+#   ambient (2):     A AI att(d)
+# C, I: KLAC colour and KLAI intensity; A, AI: KLBC ambient colour and KLBI ambient intensity; the
+# attenuation is linear between KLAS (start) and KLAE (end):
+#   att(d) = 1 for d <= start, (end - d) / (end - start) between, 0 for d >= end (and when end <= start:
+#   1 for d <= end, else 0). Nothing is added past attenuation end.
+# N is the shaded normal (the HD normal map's for HD layers), turned on back faces when the lighting
+# rule flips them; model lights add no specular term.
+# A light whose KLAV visibility is <= 0 (renderer.anim.pose.VISIBILITY_THRESHOLD) adds nothing.
+# Our choices (the format doc lists no renderer that shades with LITE but Warsmash, not verified
+# here): the linear falloff; the directional light shining along the node's local -Z (an unrotated
+# one lights from above, like the game's DNC sun, whose nodes are rotated); the ambient term of omni
+# lights attenuated like their diffuse term; no clamp before the framebuffer's.
+# Colour order: as GEOA (section 2.11: MDX static colours R, G, B, colour tracks B, G, R): the static
+# colour / ambient colour are R, G, B and KLAC / KLBC track values B, G, R.
+LIGHT_STATIC_COLOR_BGR = False
+LIGHT_TRACK_COLOR_BGR = True
+LIGHT_DIRECTION_LOCAL = (0.0, 0.0, -1.0)
+# At most this many lights shade one draw: the first MAX_MODEL_LIGHTS of model.lights in file order
+# (visible or not, so the set does not change along a sequence); the rest are dropped with a diagnostic.
+MAX_MODEL_LIGHTS = 8
+LIGHTS_MODES = ("off", "model")
+LIGHT_RULE = (f"lights-v1: model LITE nodes (max {MAX_MODEL_LIGHTS}, file order) added to the lighting rule's "
+              "factor per channel; omni (C I clamp(N.L,0,1) + A AI) att, directional C I clamp(N.L,0,1) + A AI "
+              "(local -Z), ambient A AI att; att linear from KLAS to KLAE; KLAV <= 0 off; static colours RGB, "
+              "KLAC/KLBC BGR")
+
+
+def check_lights(mode: str) -> str:
+    """`mode` when it is a known lights mode; ValueError naming them otherwise."""
+    if mode not in LIGHTS_MODES:
+        raise ValueError(f"lights must be one of {list(LIGHTS_MODES)}, got {mode!r}")
+    return mode
+
+
+def light_attenuation(distance: float, start: float, end: float) -> float:
+    """The attenuation factor of an omni or ambient light at `distance` (see above)."""
+    if end <= start:
+        return 1.0 if distance <= end else 0.0
+    if distance <= start:
+        return 1.0
+    if distance >= end:
+        return 0.0
+    return (end - distance) / (end - start)
+
+
 # ---- Texture mip levels (renderer/formats/textures/mips.py applies it, renderer/gl uploads) ----
 # "stored": BLP and DDS files upload their own stored levels (to the last stored one) when they
 # have more than one; a BLP with one level, with "fake" levels (two slots sharing an offset) or a

@@ -143,12 +143,16 @@ def upload_palettes(pose, palette) -> list[int]:
     return offsets
 
 
-def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lighting: str = DEFAULT_LIGHTING) -> None:
+def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lighting: str = DEFAULT_LIGHTING,
+               lights=None) -> None:
+    """`lights`: a `renderer.lights.FrameLights` to shade with the model's own lights (the program's
+    light-loop variants), or None (the plain variants: the frame of a model without this feature)."""
     from OpenGL import GL
 
     model = gpu.model
     view = np.asarray(camera.view(), np.float32)
     projection = np.asarray(camera.projection(aspect), np.float32)
+    program.select_lights(lights is not None)
     for variant in (True, False):  # the frame's uniforms in both programs; the classic one stays bound
         program.use(variant)
         loc = program.loc
@@ -160,6 +164,8 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
         for slot, name in HD_SLOT_UNIFORMS.items():
             GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
         GL.glUniform3f(loc["u_eye"], *camera.eye)
+        if lights is not None:
+            program.set_lights(lights)
 
     offsets = upload_palettes(pose, palette)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ from renderer.formats.halo import format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
 from renderer.png import write_png
-from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
+from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES, LIGHTS_MODES
 from renderer.summary import format_text, summarize
 from renderer.texture_set import MISSING_MODES
 
@@ -146,6 +147,8 @@ def cmd_render(args) -> int:
     try:
         for i, t in enumerate(times):
             spec = settings.frame_spec(seq, t, stop_at)
+            if args.lights != "off" or args.wireframe:
+                spec = dataclasses.replace(spec, lights=args.lights, wireframe=args.wireframe)
             try:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:
@@ -193,6 +196,10 @@ def add_parsers(sub) -> None:
                         " after the model's folder and the folders above it up to its map")
     s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES),
                    help=f"lighting rule (renderer/rules.py; default {DEFAULT_LIGHTING}: the most used viewer's)")
+    s.add_argument("--lights", default="off", choices=LIGHTS_MODES,
+                   help="model: the model's own LITE lights shade it too, on top of --lighting (renderer/rules.py,"
+                        " 'Model lights'); default off")
+    s.add_argument("--wireframe", action="store_true", help="draw the geosets as lines (what farm view's w shows)")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
                         " first), archives, or extracted data (default: $FARM_GAME_DIR)")

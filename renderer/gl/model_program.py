@@ -11,6 +11,12 @@ diffuse, back-face flip), set by `set_lighting`; Unshaded layers skip it. Fog is
 
 from __future__ import annotations
 
+import numpy as np
+
+# The light loop's bound (renderer.rules.MAX_MODEL_LIGHTS; renderer.gl does not import the rest of
+# the renderer, so tests/test_model_lights.py checks the two agree).
+MAX_LIGHTS = 8
+
 VERTEX = """
 #version 330 core
 layout(location = 0) in vec3 a_position;
@@ -104,6 +110,40 @@ float light_factor(vec3 n) {
     return min(u_ambient + u_diffuse * clamp(dot(n, to_light()), 0.0, 1.0), 1.0);
 }
 
+#if LIGHTS
+// The model's own LITE lights (renderer.rules, "Model lights"); compiled in only when a frame asks
+// for them (the LIGHTS variant), so frames without lights pay nothing.
+uniform int u_light_count;
+uniform int u_light_kind[LIGHTS];  // 0 omni, 1 directional, 2 ambient
+uniform vec3 u_light_pos[LIGHTS];
+uniform vec3 u_light_dir[LIGHTS];  // towards a directional light
+uniform vec3 u_light_diffuse[LIGHTS];
+uniform vec3 u_light_ambient[LIGHTS];
+uniform vec2 u_light_att[LIGHTS];  // attenuation start, end
+
+float light_attenuation(float d, vec2 se) {
+    if (se.y <= se.x) return d <= se.y ? 1.0 : 0.0;
+    return clamp((se.y - d) / (se.y - se.x), 0.0, 1.0);
+}
+
+vec3 model_lights(vec3 n) {
+    n = length(n) > 0.0 ? normalize(n) : n;
+    if (u_flip_back != 0 && !gl_FrontFacing) n = -n;
+    vec3 sum = vec3(0.0);
+    for (int i = 0; i < LIGHTS; ++i) {
+        if (i >= u_light_count) break;
+        vec3 d = u_light_pos[i] - v_world;
+        float dist = length(d);
+        bool directional = u_light_kind[i] == 1;
+        float att = directional ? 1.0 : light_attenuation(dist, u_light_att[i]);
+        vec3 l = directional ? u_light_dir[i] : (dist > 0.0 ? d / dist : vec3(0.0));
+        vec3 diffuse = u_light_kind[i] == 2 ? vec3(0.0) : u_light_diffuse[i] * clamp(dot(n, l), 0.0, 1.0);
+        sum += (diffuse + u_light_ambient[i]) * att;
+    }
+    return sum;
+}
+#endif
+
 vec3 hd_normal() {
     vec3 n = normalize(v_normal);
     vec3 t = normalize(v_tangent.xyz - n * dot(n, v_tangent.xyz));
@@ -128,7 +168,11 @@ vec3 hd_shade(vec4 c) {
     float r = clamp(orm.g, 0.04, 1.0);
     float metallic = orm.b;
     vec3 f0 = mix(vec3(0.04), albedo, metallic);
+#if LIGHTS
+    vec3 rgb = albedo * (vec3(light_factor(n)) + model_lights(n)) * orm.r;
+#else
     vec3 rgb = albedo * light_factor(n) * orm.r;
+#endif
     float nl = max(dot(n, l), 0.0), nv = max(dot(n, v), 1e-4);
     if (nl > 0.0) {
         vec3 h = normalize(l + v);
@@ -157,7 +201,11 @@ void main() {
 #if HD
     c.rgb = hd_shade(c);
 #else
+#if LIGHTS
+    if (u_unshaded == 0) c.rgb *= vec3(light_factor(v_normal)) + model_lights(v_normal);
+#else
     if (u_unshaded == 0) c.rgb *= light_factor(v_normal);
+#endif
 #endif
     if (u_opaque != 0) c.a = 1.0;
     frag = c;
@@ -170,34 +218,55 @@ UNIFORMS = (
     "u_flip_back", "u_normal_map", "u_orm_map", "u_emissive_map", "u_team_map", "u_env_map", "u_env_found",
     "u_emissive_gain", "u_eye",
 )
+# The light loop's uniforms (arrays: the location of element 0), in the LIGHTS variants only.
+LIGHT_UNIFORMS = ("u_light_count", "u_light_kind", "u_light_pos", "u_light_dir", "u_light_diffuse",
+                  "u_light_ambient", "u_light_att")
 # Texture units: 0 the layer's (diffuse) texture, 1 the palette buffer, then the HD slots 1..5.
 HD_SLOT_UNITS = {"normal": 2, "orm": 3, "emissive": 4, "team_color": 5, "environment": 6}
 HD_SLOT_UNIFORMS = {"normal": "u_normal_map", "orm": "u_orm_map", "emissive": "u_emissive_map",
                     "team_color": "u_team_map", "environment": "u_env_map"}
 
 
-def fragment_source(hd: bool) -> str:
-    """The fragment shader of one variant: classic layers, or Reforged HD layers. Two programs, not
-    one with a uniform branch: llvmpipe runs both sides of a branch for every fragment (masked SIMD),
-    so classic layers would pay for the HD path's five texture reads and its specular term."""
-    return FRAGMENT.replace("#version 330 core", f"#version 330 core\n#define HD {1 if hd else 0}", 1)
+def fragment_source(hd: bool, lights: int = 0) -> str:
+    """The fragment shader of one variant: classic layers, or Reforged HD layers; with `lights` > 0,
+    also the loop over up to that many model lights. Separate programs, not one with a uniform
+    branch: llvmpipe runs both sides of a branch for every fragment (masked SIMD), so classic layers
+    would pay for the HD path's five texture reads and its specular term, and every frame for the
+    light loop."""
+    return FRAGMENT.replace("#version 330 core", f"#version 330 core\n#define HD {1 if hd else 0}\n"
+                            f"#define LIGHTS {int(lights)}", 1)
 
 
 class ModelProgram:
     """The two compiled variants (classic, HD) and their uniform locations (needs a current
-    context). `use(hd)` binds one; `program` and `loc` are the bound variant's."""
+    context). `use(hd)` binds one; `program` and `loc` are the bound variant's. `select_lights(on)`
+    switches both to the variants with the model-light loop (built on first use) or back."""
 
     def __init__(self):
+        self._variants: dict[bool, tuple[dict, dict]] = {}  # lights on? -> (programs, locations) by hd
+        self.lights = None
+        self.hd = False
+        self.select_lights(False)
+
+    def select_lights(self, on: bool) -> None:
+        """Make the two variants with (on) or without the model-light loop the ones `use` binds; the
+        light variants are compiled on first use (frames without lights never build them)."""
         from OpenGL import GL
 
         from .shaders import build_program
 
-        self.programs = {hd: build_program(VERTEX, fragment_source(hd), label="model-hd" if hd else "model")
-                         for hd in (False, True)}
-        self.locs = {hd: {name: GL.glGetUniformLocation(p, name) for name in UNIFORMS}
-                     for hd, p in self.programs.items()}
-        self.hd = False
-        self.program, self.loc = self.programs[False], self.locs[False]
+        on = bool(on)
+        if on not in self._variants:
+            names = UNIFORMS + (LIGHT_UNIFORMS if on else ())
+            n = MAX_LIGHTS if on else 0
+            programs = {hd: build_program(VERTEX, fragment_source(hd, n),
+                                          label=("model-hd" if hd else "model") + ("-lights" if on else ""))
+                        for hd in (False, True)}
+            locs = {hd: {name: GL.glGetUniformLocation(p, name) for name in names} for hd, p in programs.items()}
+            self._variants[on] = (programs, locs)
+        self.lights = on
+        self.programs, self.locs = self._variants[on]
+        self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
 
     def use(self, hd: bool) -> None:
         from OpenGL import GL
@@ -217,10 +286,24 @@ class ModelProgram:
         GL.glUniform1f(self.loc["u_diffuse"], rule.diffuse)
         GL.glUniform1i(self.loc["u_flip_back"], 1 if rule.flip_back_faces else 0)
 
+    def set_lights(self, lights) -> None:
+        """Load a `renderer.lights.FrameLights` into the (bound) light variant's uniforms."""
+        from OpenGL import GL
+
+        loc = self.loc
+        GL.glUniform1i(loc["u_light_count"], int(lights.count))
+        GL.glUniform1iv(loc["u_light_kind"], MAX_LIGHTS, lights.kind.astype(np.int32))
+        for name, data in (("u_light_pos", lights.position), ("u_light_dir", lights.to_light),
+                           ("u_light_diffuse", lights.diffuse), ("u_light_ambient", lights.ambient)):
+            GL.glUniform3fv(loc[name], MAX_LIGHTS, np.ascontiguousarray(data, np.float32))
+        GL.glUniform2fv(loc["u_light_att"], MAX_LIGHTS, np.ascontiguousarray(lights.attenuation, np.float32))
+
     def delete(self) -> None:
         from OpenGL import GL
 
-        for p in self.programs.values():
-            GL.glDeleteProgram(p)
+        for programs, _ in self._variants.values():
+            for p in programs.values():
+                GL.glDeleteProgram(p)
+        self._variants = {}
         self.programs = {}
         self.program = 0

@@ -1,0 +1,73 @@
+"""`farm view MODEL`: the interactive preview window (farm/view). Also `python -m farm.cli.view MODEL`."""
+
+from __future__ import annotations
+
+import sys
+
+from farm.cli.common import UsageError, size_arg
+from farm.settings import check_assets
+from farm.view.state import ViewState, parse_script
+from renderer.errors import FormatError
+from renderer.formats import load_model
+from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
+
+__all__ = ["add_parsers", "main"]
+
+KEYS_HELP = ("mouse: left drag orbit, right drag pan, wheel zoom; keys: [ ] or 1-9 sequence, space play/pause, "
+             "left/right scrub, t team colour, b background, w wireframe, m missing-texture placeholder, l model "
+             "lights, r reset camera, s save the frame (prints the farm render command), q quit")
+
+
+def cmd_view(args) -> int:
+    try:
+        script = parse_script(args.script) if args.script is not None else None
+    except ValueError as e:
+        raise UsageError(f"--script: {e}") from None
+    model = load_model(args.model)
+    state = ViewState.for_model(model, args.model, width=args.size[0], height=args.size[1],
+                                assets=check_assets(args.assets, "--assets"), lighting=args.lighting)
+    from farm.view.window import ViewWindow  # noqa: PLC0415 - glfw and a window only for this command
+
+    try:
+        window = ViewWindow(state, model, out_dir=args.out, backend=args.backend, visible=not args.hidden)
+    except Exception as e:  # noqa: BLE001 - no display, no libglfw, no GL: one sentence
+        raise UsageError(f"cannot open a window: {e}") from None
+    if script is None:
+        print(KEYS_HELP, file=sys.stderr)
+    window.run(script)
+    return 0
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("view", help="interactive preview window (glfw; needs a display)", epilog=KEYS_HELP)
+    s.add_argument("model")
+    s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH of the frame and window, default 512x512")
+    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE", help="asset root (repeatable)")
+    s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES))
+    s.add_argument("--out", default=".", help="folder for frames saved with s (default: the current folder)")
+    s.add_argument("--script", help='steps instead of a user, e.g. "orbit 30 0; key s; quit" (farm/view/state.py'
+                                    " parse_script)")
+    s.add_argument("--hidden", action="store_true", help="do not show the window (scripts)")
+    s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa"), help="the offscreen renderer's")
+    s.set_defaults(func=cmd_view)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m farm.cli.view ...` until `farm view` is in farm.cli.GROUPS."""
+    import argparse  # noqa: PLC0415 - only this stand-alone entry needs its own parser
+
+    p = argparse.ArgumentParser(prog="farm")
+    add_parsers(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(["view", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except FormatError as e:
+        print(f"error: {e.sentence()}", file=sys.stderr)
+        return 2
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

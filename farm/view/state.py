@@ -1,0 +1,284 @@
+"""The preview's state and every change to it, without a window: `farm view` (farm/view/window.py) is a
+thin glfw shell that turns mouse and key events into calls on a `ViewState` and draws what
+`frame_spec()` renders. Tests drive the same calls (and `apply(event)` for script events).
+
+* Camera: an orbit around `target` (yaw about +Z, pitch from the XY plane, `distance`), fov 45
+  (renderer.camera.AUTO_FOV_DEG), up +Z; it starts at the model's auto camera. Left drag orbits
+  (ORBIT_DEG_PER_PX), right drag pans (the target follows the cursor in the view plane), the wheel
+  zooms (ZOOM_PER_CLICK a click). The frame always uses `camera_spec()`, the explicit
+  `ex,ey,ez:tx,ty,tz` string (rounded to CAMERA_DECIMALS), so `farm render --camera` with the
+  printed string draws exactly the same frame.
+* Keys: `[` / `]` previous / next sequence, `1`..`9` sequence 0..8, `0` sequence 9; space play /
+  pause; left / right scrub by SCRUB_MS (and pause); `t` next team colour (0..27); `b` next
+  background (BACKGROUNDS); `w` wireframe; `m` missing-texture placeholder checker / white; `l`
+  model lights off / model; `r` the auto camera again; `s` save (the shell writes the frame);
+  `q` / escape quit.
+* Time: `tick(ms)` advances a playing sequence, wrapping past its end.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field, replace
+
+from farm.settings import RenderSettings, containing_root, default_game
+from renderer.camera import AUTO_FOV_DEG, resolve_camera
+from renderer.frame import FrameSpec
+from renderer.model import Model
+from renderer.rules import DEFAULT_LIGHTING
+
+ORBIT_DEG_PER_PX = 0.5
+ZOOM_PER_CLICK = 0.9  # distance x this per wheel click towards the model
+SCRUB_MS = 50
+PITCH_LIMIT = 89.0
+CAMERA_DECIMALS = 4
+TEAMS = 28
+BACKGROUNDS = ("transparent", "#000000", "#808080", "#ffffff")
+MISSING = ("checker", "white")
+LIGHTS = ("off", "model")
+SEQUENCE_KEYS = {str(d): (d - 1) % 10 for d in range(10)}  # "1" -> 0 .. "9" -> 8, "0" -> 9
+
+
+@dataclass
+class ViewState:
+    model: str  # the path as given (it goes into the printed command)
+    sequences: tuple = ()  # names
+    lengths: tuple = ()  # ms, per sequence
+    width: int = 512
+    height: int = 512
+    target: tuple = (0.0, 0.0, 0.0)
+    yaw: float = 0.0  # degrees about +Z, 0 = the eye on +X
+    pitch: float = 0.0  # degrees above the XY plane
+    distance: float = 100.0
+    sequence: int | None = None
+    time_ms: int = 0
+    playing: bool = False
+    team: int = 0
+    background: str = "transparent"
+    wireframe: bool = False
+    missing_textures: str = "checker"
+    lights: str = "off"
+    lighting: str = DEFAULT_LIGHTING
+    assets: tuple = ()
+    home: tuple = field(default=(), repr=False)  # (target, yaw, pitch, distance) of the auto camera
+    _play_ms: float = field(default=0.0, repr=False)  # sub-millisecond remainder of tick()
+
+    # ---- construction -------------------------------------------------------------------------
+    @classmethod
+    def for_model(cls, model: Model, path: str, width: int = 512, height: int = 512, **kw) -> ViewState:
+        names = tuple(str(s.name) for s in model.sequences)
+        lengths = tuple(max(int(s.interval[1]) - int(s.interval[0]), 0) for s in model.sequences)
+        state = cls(model=str(path), sequences=names, lengths=lengths, width=width, height=height,
+                    sequence=0 if names else None, **kw)
+        cam = resolve_camera("auto", model, state.sequence, width / height)
+        state.look(cam.eye, cam.target)
+        state.home = (state.target, state.yaw, state.pitch, state.distance)
+        return state
+
+    def look(self, eye, target) -> None:
+        """Point the orbit camera from `eye` at `target`."""
+        v = [float(e) - float(t) for e, t in zip(eye, target, strict=True)]
+        d = math.sqrt(sum(x * x for x in v)) or 1.0
+        self.target = tuple(float(t) for t in target)
+        self.distance = d
+        self.yaw = math.degrees(math.atan2(v[1], v[0]))
+        self.pitch = max(-PITCH_LIMIT, min(PITCH_LIMIT, math.degrees(math.asin(max(-1.0, min(1.0, v[2] / d))))))
+
+    # ---- the camera ---------------------------------------------------------------------------
+    def _basis(self):
+        y, p = math.radians(self.yaw), math.radians(self.pitch)
+        back = (math.cos(p) * math.cos(y), math.cos(p) * math.sin(y), math.sin(p))  # target -> eye
+        right = (-math.sin(y), math.cos(y), 0.0)
+        up = (back[1] * right[2] - back[2] * right[1], back[2] * right[0] - back[0] * right[2],
+              back[0] * right[1] - back[1] * right[0])
+        return back, right, up
+
+    @property
+    def eye(self) -> tuple:
+        back, _, _ = self._basis()
+        return tuple(t + self.distance * b for t, b in zip(self.target, back, strict=True))
+
+    def camera_spec(self) -> str:
+        """The explicit camera `ex,ey,ez:tx,ty,tz` of this state (up +Z, fov 45: the defaults)."""
+        def fmt(v) -> str:
+            out = []
+            for x in v:
+                s = f"{round(float(x), CAMERA_DECIMALS):.{CAMERA_DECIMALS}f}".rstrip("0").rstrip(".")
+                out.append("0" if s in ("-0", "") else s)
+            return ",".join(out)
+
+        return f"{fmt(self.eye)}:{fmt(self.target)}"
+
+    def orbit(self, dx_px: float, dy_px: float) -> None:
+        """Left drag by (dx, dy) pixels: turn the eye about the target."""
+        self.yaw = (self.yaw - dx_px * ORBIT_DEG_PER_PX + 180.0) % 360.0 - 180.0
+        self.pitch = max(-PITCH_LIMIT, min(PITCH_LIMIT, self.pitch + dy_px * ORBIT_DEG_PER_PX))
+
+    @staticmethod
+    def orbit_pixels(yaw_deg: float, pitch_deg: float) -> tuple[float, float]:
+        """The left drag (dx, dy pixels) that turns the camera by yaw / pitch degrees."""
+        return -yaw_deg / ORBIT_DEG_PER_PX, pitch_deg / ORBIT_DEG_PER_PX
+
+    def pan(self, dx_px: float, dy_px: float) -> None:
+        """Right drag by (dx, dy) pixels: move the target (and eye) so the model follows the cursor."""
+        _, right, up = self._basis()
+        per_px = 2.0 * self.distance * math.tan(math.radians(AUTO_FOV_DEG) / 2) / self.height
+        self.target = tuple(t - right[i] * dx_px * per_px + up[i] * dy_px * per_px
+                            for i, t in enumerate(self.target))
+
+    def zoom(self, clicks: float) -> None:
+        """Mouse wheel: `clicks` > 0 moves towards the target."""
+        self.distance = max(self.distance * ZOOM_PER_CLICK ** clicks, 1e-3)
+
+    def drag(self, button: str, dx_px: float, dy_px: float) -> None:
+        (self.orbit if button == "left" else self.pan)(dx_px, dy_px)
+
+    # ---- time and sequences -------------------------------------------------------------------
+    @property
+    def length(self) -> int:
+        return self.lengths[self.sequence] if self.sequence is not None else 0
+
+    def select(self, index: int) -> None:
+        if self.sequences and 0 <= index < len(self.sequences) and index != self.sequence:
+            self.sequence, self.time_ms, self._play_ms = index, 0, 0.0
+
+    def tick(self, ms: float) -> None:
+        """Advance a playing sequence by `ms` (wrapping past its end)."""
+        if not self.playing or self.sequence is None:
+            return
+        self._play_ms += ms
+        whole = int(self._play_ms)
+        self._play_ms -= whole
+        t = self.time_ms + whole
+        self.time_ms = t % (self.length + 1) if self.length > 0 else 0
+
+    def scrub(self, ms: int) -> None:
+        self.playing = False
+        self.time_ms = max(0, min(self.length, self.time_ms + ms))
+
+    # ---- keys ---------------------------------------------------------------------------------
+    def key(self, name: str) -> str | None:
+        """Apply one key (see the module docstring); returns "save" or "quit" for the shell, else None."""
+        n = self.sequence if self.sequence is not None else 0
+        if name == "[":
+            self.select(n - 1)
+        elif name == "]":
+            self.select(n + 1)
+        elif name in SEQUENCE_KEYS:
+            self.select(SEQUENCE_KEYS[name])
+        elif name == "space":
+            self.playing = not self.playing and self.sequence is not None
+        elif name == "left":
+            self.scrub(-SCRUB_MS)
+        elif name == "right":
+            self.scrub(SCRUB_MS)
+        elif name == "t":
+            self.team = (self.team + 1) % TEAMS
+        elif name == "b":
+            self.background = _next(BACKGROUNDS, self.background)
+        elif name == "w":
+            self.wireframe = not self.wireframe
+        elif name == "m":
+            self.missing_textures = _next(MISSING, self.missing_textures)
+        elif name == "l":
+            self.lights = _next(LIGHTS, self.lights)
+        elif name == "r" and self.home:
+            self.target, self.yaw, self.pitch, self.distance = self.home
+        elif name == "s":
+            return "save"
+        elif name in ("q", "escape"):
+            return "quit"
+        return None
+
+    def apply(self, event: tuple) -> str | None:
+        """One parsed script event (`parse_script`); returns what `key` returns, or the shell's own
+        actions ("screenshot", "quit")."""
+        kind, *args = event
+        if kind == "orbit":  # degrees, through the drag handler
+            self.drag("left", *self.orbit_pixels(args[0], args[1]))
+        elif kind in ("drag", "mouse"):
+            self.drag(args[0], args[1], args[2])
+        elif kind == "pan":
+            self.drag("right", args[0], args[1])
+        elif kind in ("zoom", "wheel"):
+            self.zoom(args[0])
+        elif kind == "tick":
+            self.tick(args[0])
+        elif kind in ("key", "press"):
+            return self.key(args[0])
+        elif kind in ("screenshot", "quit"):
+            return kind
+        return None
+
+    # ---- what the frame is --------------------------------------------------------------------
+    def settings(self) -> RenderSettings:
+        return RenderSettings(width=self.width, height=self.height, background=self.background,
+                              camera=self.camera_spec(), team=self.team, missing_textures=self.missing_textures,
+                              assets=tuple(self.assets), game=default_game(), lighting=self.lighting)
+
+    def frame_spec(self) -> FrameSpec:
+        """The FrameSpec `farm render` builds from `command(...)` (same settings, same stop root)."""
+        spec = self.settings().frame_spec(self.sequence, self.time_ms, containing_root(self.model, self.assets))
+        return replace(spec, lights=self.lights, wireframe=self.wireframe)
+
+    def command(self, output: str) -> list[str]:
+        """The `farm render` arguments that draw this state's frame into `output`."""
+        argv = ["farm", "render", self.model, "-o", str(output)]
+        if self.sequence is not None:
+            argv += ["--sequence", str(self.sequence)]
+        argv += ["--time", str(self.time_ms), "--size", f"{self.width}x{self.height}",
+                 "--camera", self.camera_spec(), "--team", str(self.team), "--background", self.background,
+                 "--missing-textures", self.missing_textures, "--lighting", self.lighting, "--lights", self.lights]
+        if self.wireframe:
+            argv.append("--wireframe")
+        for a in self.assets:
+            argv += ["--assets", str(a)]
+        return argv
+
+    def command_line(self, output: str) -> str:
+        return shlex.join(self.command(output))
+
+    def status(self) -> str:
+        """One line for the window title."""
+        seq = f"{self.sequence}:{self.sequences[self.sequence]}" if self.sequence is not None else "no sequence"
+        return (f"{seq} {self.time_ms} ms {'playing' if self.playing else 'paused'} | team {self.team} | "
+                f"bg {self.background} | lights {self.lights}{' | wireframe' if self.wireframe else ''}")
+
+
+def _next(options: tuple, current: str) -> str:
+    return options[(options.index(current) + 1) % len(options)] if current in options else options[0]
+
+
+def parse_script(text: str) -> list[tuple]:
+    """`orbit DYAW DPITCH` (degrees), `drag left|right DX DY`, `pan DX DY`, `zoom CLICKS` (pixels /
+    clicks, as the mouse), `key NAME`, `tick MS`, `screenshot PATH`, `quit`; separated by `;`.
+    The window shell also takes `press NAME`, `mouse left|right DX DY` and `wheel CLICKS`: the same
+    steps sent through its glfw callbacks (button press, cursor moves, release; key codes).
+    `ViewState.apply` treats them as key / drag / zoom."""
+    events = []
+    for part in text.split(";"):
+        words = part.split()
+        if not words:
+            continue
+        kind, args = words[0].lower(), words[1:]
+        try:
+            if kind in ("orbit", "pan") and len(args) == 2:
+                events.append((kind, float(args[0]), float(args[1])))
+            elif kind in ("drag", "mouse") and len(args) == 3 and args[0] in ("left", "right"):
+                events.append((kind, args[0], float(args[1]), float(args[2])))
+            elif kind in ("zoom", "tick", "wheel") and len(args) == 1:
+                events.append((kind, float(args[0])))
+            elif kind in ("key", "press", "screenshot") and len(args) == 1:
+                events.append((kind, args[0] if kind == "screenshot" else args[0].lower()))
+            elif kind == "quit" and not args:
+                events.append(("quit",))
+            else:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"cannot read script step {part.strip()!r}: expected orbit DYAW DPITCH, drag left|right "
+                             "DX DY, pan DX DY, zoom N, key NAME, tick MS, screenshot PATH or quit") from None
+    return events
+
+
+__all__ = ["ViewState", "parse_script"]
