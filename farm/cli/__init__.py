@@ -27,7 +27,7 @@ import argparse
 import os
 import sys
 
-from farm.cli import goldens, jobs, models, thumbnails
+from farm.cli import goldens, jobs, models, thumbnails, view
 from farm.cli.common import UsageError
 from farm.goldens import GoldenError
 from farm.plan.batches import TooManyFrames
@@ -41,7 +41,7 @@ from renderer.errors import FormatError
 
 __all__ = ["build_parser", "main"]
 
-GROUPS = (models, jobs, thumbnails, goldens)  # the order `farm --help` lists the commands in
+GROUPS = (models, jobs, thumbnails, goldens, view)  # the order `farm --help` lists the commands in
 
 
 def _apply_project(sub: argparse._SubParsersAction) -> None:
