@@ -101,7 +101,7 @@ class Pre2Spec:
 
     index: int
     record: ParticleEmitter2
-    object_id: int
+    node: int  # skeleton row of the emitter's node (`Skeleton.ids`)
     pivot: np.ndarray
     row: int  # row in the PRE2 ParamTable
     lifespan_ms: float
@@ -123,11 +123,11 @@ class Pre2Spec:
     replaceable_id: int
 
     @classmethod
-    def build(cls, index: int, e: ParticleEmitter2, pivot, row: int) -> Pre2Spec:
+    def build(cls, index: int, e: ParticleEmitter2, node: int, pivot, row: int) -> Pre2Spec:
         hot = int(e.head_or_tail)
         colors = np.array([[finite(c) for c in col] for col in e.segment_colors], np.float64).reshape(3, 3)
         return cls(
-            index=index, record=e, object_id=int(e.object_id), pivot=np.asarray(pivot, np.float64), row=row,
+            index=index, record=e, node=int(node), pivot=np.asarray(pivot, np.float64), row=row,
             lifespan_ms=max(finite(e.lifespan), 0.0) * 1000.0, flags=int(e.flags),
             head=hot in (HEAD, BOTH) or hot not in (HEAD, TAIL, BOTH), tail=hot in (TAIL, BOTH),
             tail_length=finite(e.tail_length), time=finite(e.time, 0.5), colors=colors,

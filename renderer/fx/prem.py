@@ -51,7 +51,7 @@ def uses_model(e: ParticleEmitter) -> bool:
 class PremSpec:
     index: int
     record: ParticleEmitter
-    object_id: int
+    node: int  # skeleton row of the emitter's node (`Skeleton.ids`)
     pivot: np.ndarray
     row: int
     model: bool  # child model instances (else textured quads)

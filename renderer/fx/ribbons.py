@@ -45,7 +45,7 @@ def statics(e: RibbonEmitter) -> dict:
 class RibbonSpec:
     index: int
     record: RibbonEmitter
-    object_id: int
+    node: int  # skeleton row of the emitter's node (`Skeleton.ids`)
     pivot: np.ndarray
     row: int
     rows: int

@@ -56,33 +56,34 @@ class CompiledEffects:
         gs = tuple(int(d) for d in model.global_sequences)
         self.notes: list[str] = []
 
-        def node_ok(kind, i, record) -> bool:
+        def node_row(kind, i, record) -> int | None:
+            """The emitter's skeleton row, None when its object id is not its own."""
             oid = int(record.object_id)
-            if 0 <= oid < sk.count and sk.nodes[oid] is record:
-                return True
+            row = sk.index.get(oid)
+            if row is not None and sk.nodes[row] is record:
+                return row
             self.notes.append(f"{kind} {i} ({record.name!r}): its object id {oid} names no node of its own; "
                               f"not simulated")
-            return False
+            return None
 
         self.pre2_table = ParamTable(pre2.TAGS, gs)
         self.pre2: list[pre2.Pre2Spec] = []
         for i, e in enumerate(model.particle_emitters2):
-            if node_ok("PRE2", i, e):
+            if (node := node_row("PRE2", i, e)) is not None:
                 row = self.pre2_table.add_row(pre2.statics(e), e.tracks)
-                self.pre2.append(pre2.Pre2Spec.build(i, e, sk.pivots[e.object_id], row))
+                self.pre2.append(pre2.Pre2Spec.build(i, e, node, sk.pivots[node], row))
         self.prem_table = ParamTable(prem.TAGS, gs)
         self.prem: list[prem.PremSpec] = []
         for i, e in enumerate(model.particle_emitters):
-            if node_ok("PREM", i, e):
+            if (node := node_row("PREM", i, e)) is not None:
                 row = self.prem_table.add_row(prem.statics(e), e.tracks)
-                self.prem.append(prem.PremSpec(i, e, int(e.object_id), sk.pivots[e.object_id], row,
-                                               prem.uses_model(e)))
+                self.prem.append(prem.PremSpec(i, e, node, sk.pivots[node], row, prem.uses_model(e)))
         self.ribbon_table = ParamTable(ribbons.TAGS, gs)
         self.ribbons: list[ribbons.RibbonSpec] = []
         for i, e in enumerate(model.ribbon_emitters):
-            if node_ok("RIBB", i, e):
+            if (node := node_row("RIBB", i, e)) is not None:
                 row = self.ribbon_table.add_row(ribbons.statics(e), e.tracks)
-                self.ribbons.append(ribbons.RibbonSpec(i, e, int(e.object_id), sk.pivots[e.object_id], row,
+                self.ribbons.append(ribbons.RibbonSpec(i, e, node, sk.pivots[node], row,
                                                        max(int(e.rows), 1), max(int(e.columns), 1),
                                                        int(e.material_id)))
         for table in (self.pre2_table, self.prem_table, self.ribbon_table):
@@ -140,12 +141,12 @@ class Simulation:
         p_pre2 = fx.pre2_table.sample(clock)
         p_ribb = fx.ribbon_table.sample(clock)
         for e in self.prem:
-            e.step(t_ms, prev_ms, world[e.spec.object_id], p_prem[e.spec.row], playing)
+            e.step(t_ms, prev_ms, world[e.spec.node], p_prem[e.spec.row], playing)
         for e in self.pre2:
-            e.step(t_ms, prev_ms, world[e.spec.object_id], p_pre2[e.spec.row], playing)
+            e.step(t_ms, prev_ms, world[e.spec.node], p_pre2[e.spec.row], playing)
         cols = fx.ribbon_table.columns
         for r in self.ribbons:
-            r.step(t_ms, world[r.spec.object_id], p_ribb[r.spec.row], cols, playing)
+            r.step(t_ms, world[r.spec.node], p_ribb[r.spec.row], cols, playing)
         self.world = world
         self.params = {"PRE2": p_pre2, "PREM": p_prem, "RIBB": p_ribb}
         self.t_ms = t_ms
