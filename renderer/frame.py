@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from renderer.anim import TIME_RULE, find_sequence
+from renderer.anim.tracks import check_time
 from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.fx import FX_RULE, Effects
@@ -36,6 +37,9 @@ class FrameSpec:
     assets: tuple = ()
     missing_textures: str = "checker"  # checker | white
     instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
+
+    def __post_init__(self):
+        check_time(self.time_ms)  # 0 .. renderer.anim.tracks.MAX_TIME_MS, finite
 
     def background_rgba(self) -> tuple[float, float, float, float]:
         if self.background == "transparent":

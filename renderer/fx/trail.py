@@ -15,7 +15,9 @@ and an alpha). The rules:
   rates and stamps add exactly) grows by rate x dt, is clamped at `ACCUMULATOR_CLAMP` (2) edges
   *before* emitting, then one edge is emitted per whole unit: a hitch emits at most 2 edges. An
   advance with `emit=False` (emitter hidden) neither accumulates nor emits. Edges emitted in one
-  advance share its stamp and the offered points.
+  advance share its stamp and the offered points. A caller that counts its own emissions (the MDX
+  ribbons, whose count comes from the step's times: `renderer.fx.window`) passes `count`: that many
+  edges (at most the clamp) are emitted and the accumulator is not used.
 * **History.** Colour and alpha are stored per edge when it is emitted: animating them later never
   repaints older parts of the strip.
 * **Gravity.** Live edges fall along world -Z: an edge of age a (seconds) is drawn
@@ -115,8 +117,9 @@ class Trail:
     # -- advancing ----------------------------------------------------------------------------
 
     def advance(self, stamp_ms: float, above, below, color=(1.0, 1.0, 1.0), alpha: float = 1.0,
-                emit: bool = True) -> int:
-        """Move to `stamp_ms`, offering the emitter's current edge. Returns the edges emitted."""
+                emit: bool = True, count: int | None = None) -> int:
+        """Move to `stamp_ms`, offering the emitter's current edge. Returns the edges emitted.
+        `count`: emit that many edges (clamped) instead of what the accumulator owes."""
         stamp_ms = float(stamp_ms)
         if self.stamp is not None and stamp_ms == self.stamp:
             return 0  # dt = 0: a redraw of the same time
@@ -132,11 +135,14 @@ class Trail:
         self._expire(stamp_ms)
         if not emit or self.rate <= 0.0 or self.lifespan_ms <= 0.0:
             return 0
-        self.accumulator = min(self.accumulator + self.rate * dt_ms, ACCUMULATOR_CLAMP * 1000.0)
-        n = int(self.accumulator // 1000.0)
+        if count is not None:
+            n = int(min(max(count, 0), ACCUMULATOR_CLAMP))
+        else:
+            self.accumulator = min(self.accumulator + self.rate * dt_ms, ACCUMULATOR_CLAMP * 1000.0)
+            n = int(self.accumulator // 1000.0)
+            self.accumulator -= n * 1000.0
         if n <= 0:
             return 0
-        self.accumulator -= n * 1000.0
         rows = self._append(n)
         self._above[rows] = np.asarray(above, np.float64)
         self._below[rows] = np.asarray(below, np.float64)
