@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from renderer.formats.options import PRE2_EMISSION_RATE_SCALE
+from renderer.formats.options import PRE2_EMISSION_RATE_SCALE, PRE2_FILTER_MODES, PRE2_INVALID_FILTER_MODE
 from renderer.fx.buffer import EmitterState, ParticleBuffer, integrate_ballistic
 from renderer.fx.params import finite
 from renderer.fx.rng import step_generator
@@ -131,6 +131,8 @@ class Pre2Spec:
     @classmethod
     def build(cls, index: int, e: ParticleEmitter2, node: int, pivot, row: int) -> Pre2Spec:
         hot = int(e.head_or_tail)
+        mode = int(e.filter_mode)
+        mode = mode if 0 <= mode < len(PRE2_FILTER_MODES) else PRE2_INVALID_FILTER_MODE  # as the reader notes
         colors = np.array([[finite(c) for c in col] for col in e.segment_colors], np.float64).reshape(3, 3)
         return cls(
             index=index, record=e, node=int(node), pivot=np.asarray(pivot, np.float64), row=row,
@@ -140,7 +142,7 @@ class Pre2Spec:
             alphas=np.array([finite(a) for a in e.segment_alphas], np.float64).reshape(3) / 255.0,
             scaling=np.array([finite(s) for s in e.segment_scaling], np.float64).reshape(3),
             intervals=np.stack([_interval(i) for i in (*e.head_intervals, *e.tail_intervals)]),
-            rows=max(int(e.rows), 1), columns=max(int(e.columns), 1), filter_mode=int(e.filter_mode),
+            rows=max(int(e.rows), 1), columns=max(int(e.columns), 1), filter_mode=mode,
             squirt=bool(e.squirt), priority_plane=int(e.priority_plane), texture_id=int(e.texture_id),
             replaceable_id=int(e.replaceable_id))
 
