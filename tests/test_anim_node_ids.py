@@ -91,3 +91,13 @@ def test_huge_ids_render_like_small_ids():
             assert a.any() and np.array_equal(a, b)
     finally:
         r.close()
+
+
+def test_a_parent_id_written_unsigned_names_the_same_node():
+    m = chain_model(HUGE)
+    m.bones[1].parent_id = HUGE[0]  # 2^32 - 2 given as an unsigned number: the same 32 bits as -2
+    back = read_mdx(write_mdx(m), "wrapped.mdx")
+    assert back.bones[1].parent_id == -2
+    for model in (m, back):
+        sk = Skeleton(model)
+        assert sk.parents[sk.index[HUGE[1]]] == sk.index[HUGE[0]] and not [n for n in sk.notes if "parent" in n]
