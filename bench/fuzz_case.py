@@ -1,7 +1,8 @@
 """One fuzz case: which corpus file, which mutation, and what is done with the result.
 
 Case `i` of seed `s` draws everything from `random.Random(f"{s}/{i}")`: the file (uniform over the
-sorted corpus list), the mutation (`fuzz_mutate.mutate`) and the timestamps. `run_case` then loads
+sorted corpus list), the mutation (`fuzz_mutate.mutate` on the bytes, or for a share of MDX / MDL
+cases `fuzz_semantic.mutate_model` on the loaded model, written back) and the timestamps. `run_case` then loads
 the mutated bytes with the format's own reader and, for models, builds an Animator, poses the first
 and last sequence (and no sequence) at 0, a random time, 1 hour, 10^12 ms and `MAX_TIME_MS`, and
 renders 32x32 frames at a random and a huge timestamp (particles and ribbons included) through
@@ -11,7 +12,9 @@ renders 32x32 frames at a random and a huge timestamp (particles and ribbons inc
 
 from __future__ import annotations
 
+import copy
 import random
+import struct
 import sys
 from pathlib import Path
 
@@ -19,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fuzz_mutate import KINDS, mutate  # noqa: E402
+from fuzz_semantic import mutate_model  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 SIZE = 32
@@ -29,10 +33,42 @@ def corpus_files(root: Path = CORPUS) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in KINDS)
 
 
+SEMANTIC_SHARE = 0.35  # MDX / MDL cases whose mutation is model-level (`fuzz_semantic`)
+_ORIGINALS: dict[Path, object] = {}
+
+
+def _semantic(path: Path, rng: random.Random) -> bytes | None:
+    """The file loaded, edited as a Model and written back in its format; None if that is impossible."""
+    from renderer.errors import FormatError
+
+    if path not in _ORIGINALS:
+        try:
+            _ORIGINALS[path] = load(path, path.read_bytes())
+        except FormatError:
+            _ORIGINALS[path] = None
+    if _ORIGINALS[path] is None:
+        return None
+    model = mutate_model(copy.deepcopy(_ORIGINALS[path]), rng)
+    try:
+        if path.suffix.lower() == ".mdx":
+            from renderer.formats.mdx import write_mdx
+
+            return write_mdx(model)
+        from renderer.formats.mdl.write import write_mdl
+
+        return write_mdl(model).encode("utf-8", "surrogateescape")
+    except (FormatError, ValueError, OverflowError, TypeError, struct.error):  # a value the format cannot hold
+        return None
+
+
 def plan(seed: int, index: int, files: list[Path]) -> tuple[Path, bytes, random.Random]:
     """(corpus file, mutated bytes, the case's generator for what follows) of case `index`."""
     rng = random.Random(f"{seed}/{index}")
     path = files[rng.randrange(len(files))]
+    if path.suffix.lower() in (".mdx", ".mdl") and rng.random() < SEMANTIC_SHARE:
+        data = _semantic(path, random.Random(rng.random()))
+        if data is not None:
+            return path, data, rng
     return path, mutate(path.read_bytes(), path.suffix.lower(), rng), rng
 
 
