@@ -89,6 +89,11 @@ def test_huge_ids_render_like_small_ids():
             a = r.render(chain_model(), spec).rgba
             b = r.render(chain_model(HUGE), spec).rgba
             assert a.any() and np.array_equal(a, b)
+        broken = chain_model(HUGE)
+        broken.helpers[0].parent_id = 99
+        broken.bones.append(Bone(name="Twin", object_id=2**31, flags=0x100))
+        said = " ".join(d.message for d in r.render(broken, FrameSpec(width=16, height=16)).diagnostics)
+        assert "missing parent 99" in said and "used by 'Arm' and 'Twin'" in said  # renderer Diagnostics
     finally:
         r.close()
 
