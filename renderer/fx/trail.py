@@ -75,7 +75,7 @@ class Trail:
         self.lifespan_ms = self.lifespan_s * 1000.0
         self.rate = max(rate, 0.0)
         self.gravity = float(gravity) if np.isfinite(gravity) else 0.0
-        cap = int(min(self.rate * self.lifespan_s, 1e6)) + 4
+        cap = int(min(self.rate * self.lifespan_s, 1024)) + 4  # grows on demand (_append)
         self._above = np.zeros((cap, 3))
         self._below = np.zeros((cap, 3))
         self._color = np.zeros((cap, 3))
