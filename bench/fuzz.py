@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+if str(HERE) not in sys.path:
+    sys.path.append(str(HERE))  # after the real packages: bench/farm.py must not shadow farm/
 
 
 @dataclass

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/farm.py must not shadow the farm package
 
 import fuzz  # noqa: E402
 from fuzz_case import corpus_files, plan  # noqa: E402
