@@ -101,3 +101,32 @@ def test_absurd_timestamps_are_refused(t):
     model, _ = effects()
     with pytest.raises(ValueError, match="timestamp"):
         Effects().at(model, Animator(model), 0, t, 0, HASH, None)
+
+
+@pytest.mark.corpus
+def test_corpus_emitters_do_not_depend_on_where_the_simulation_started(corpus):
+    from renderer.errors import FormatError
+    from renderer.formats import load_model
+
+    checked = 0
+    for path in sorted(corpus.rglob("*.md[xl]")):
+        try:
+            model = load_model(path)
+        except FormatError:
+            continue
+        if not (model.particle_emitters2 or model.particle_emitters or model.ribbon_emitters):
+            continue
+        anim = Animator(model)
+        compiled = Effects().compiled(model, anim)
+        if compiled.empty or compiled.window_ms > 6000:
+            continue
+        for seq in sorted({0, len(model.sequences) - 1}) if model.sequences else [None]:
+            for t in (777, 9_999, 10**12 + 13):
+                fresh = Effects()
+                fresh._compiled[id(model)] = compiled
+                want = fresh.at(model, anim, seq, t, 3, HASH, None)
+                earlier = max(0.0, want.start_ms - 23 * STEP_MS)
+                other = Simulation(compiled, anim, seq, 3, HASH, None, earlier).advance(anim, t)
+                assert same_state(want, other), (path.name, seq, t)
+        checked += 1
+    assert checked >= 5, checked
