@@ -8,6 +8,8 @@ import pytest
 from renderer.anim import Animator
 from renderer.anim.skeleton import Skeleton
 from renderer.anim.skinning import skin_vertices
+from renderer.formats.mdl.read import read_mdl
+from renderer.formats.mdl.write import write_mdl
 from renderer.formats.mdx import read_mdx, write_mdx
 from renderer.model import Bone, Helper
 from renderer.samples.build import crate, track
@@ -51,11 +53,18 @@ def test_huge_ids_have_one_row_per_node():
     assert sk.rows([2**32 - 2, 2**31, 12345, -1]).tolist() == [sk.index[2**32 - 2], sk.index[2**31], 4, 4]
 
 
-@pytest.mark.parametrize("through_mdx", [False, True])
-def test_huge_ids_pose_like_small_ids(through_mdx):
-    plain, huge = chain_model(), chain_model(HUGE)
-    if through_mdx:
-        plain, huge = read_mdx(write_mdx(plain), "plain.mdx"), read_mdx(write_mdx(huge), "huge.mdx")
+def _through(model, how: str):
+    if how == "mdx":
+        return read_mdx(write_mdx(model), "m.mdx")
+    if how == "mdl":
+        return read_mdl(write_mdl(model), "m.mdl")
+    return model
+
+
+@pytest.mark.parametrize("how", ["model", "mdx", "mdl"])
+def test_huge_ids_pose_like_small_ids(how):
+    plain, huge = _through(chain_model(), how), _through(chain_model(HUGE), how)
+    assert sorted(n.object_id for n in huge.nodes()) == sorted(HUGE.values())
     a, b = Animator(plain), Animator(huge)
     rows = b.skeleton.rows([HUGE[i] for i in range(4)])
     for t in (0, 700, 1500, 4321):
