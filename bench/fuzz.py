@@ -42,9 +42,12 @@ class Summary:
     caps: list = field(default_factory=list)
     crashes: list = field(default_factory=list)  # (case, exit status)
     seconds: float = 0.0
+    slowest: tuple = (0.0, None)  # (seconds, case) of the slowest answered case
 
-    def add(self, result: dict) -> None:
+    def add(self, result: dict, took: float = 0.0) -> None:
         self.cases += 1
+        if took > self.slowest[0]:
+            self.slowest = (took, result["case"])
         kind = result["outcome"]
         if kind == "ok":
             self.ok += 1
@@ -63,8 +66,9 @@ class Summary:
         rows = [("cases", self.cases), ("ok", self.ok), (f"  ({kinds})", ""), ("FormatError", self.format_errors)]
         rows += [(f"exception {t}", v[0]) for t, v in sorted(self.exceptions.items())]
         rows += [("hangs", len(self.hangs)), ("cap hits", len(self.caps)), ("crashes", len(self.crashes)),
-                 ("cases/s", f"{rate:.1f}")]
-        out = [f"fuzz --seed {self.seed}: {self.cases} cases in {self.seconds:.0f} s"]
+                 ("cases/s", f"{rate:.1f}"), ("slowest case (s)", f"{self.slowest[0]:.2f}")]
+        out = [f"fuzz --seed {self.seed}: {self.cases} cases in {self.seconds:.0f} s "
+               f"(slowest: case {self.slowest[1]})"]
         out += [f"  {name:<32} {value:>10}" for name, value in rows]
         for t, (count, message, case) in sorted(self.exceptions.items()):
             out.append(f"  {t} x{count}, e.g. case {case} (--seed {self.seed} --case {case}): {message}")
@@ -101,7 +105,8 @@ class Worker:
 
     def send(self, case: int, timeout: float) -> None:
         self.case = case
-        self.deadline = time.monotonic() + timeout
+        self.sent = time.monotonic()
+        self.deadline = self.sent + timeout
         self.proc.stdin.write(json.dumps({"case": case}) + "\n")
         self.proc.stdin.flush()
 
@@ -135,7 +140,7 @@ def run(seed: int = 1, cases: int = 1000, jobs: int = 1, timeout: float = 20.0, 
                     line = w.proc.stdout.readline()
                     if line:
                         result = json.loads(line)
-                        summary.add(result)
+                        summary.add(result, time.monotonic() - w.sent)
                         w.case = None
                         if result["outcome"] == "cap":
                             w.kill()
