@@ -133,8 +133,8 @@ def hierarchy_order(model):
     return out
 
 
-def _below(sk, oid, flagged):
-    p = int(sk.parents[oid])
+def _below(sk, row, flagged):
+    p = int(sk.parents[row])
     while p < sk.count:
         if p in flagged:
             return True
@@ -185,9 +185,10 @@ def bench(path: Path, frames: int, rounds: int, naive_frames: int):
     # sanity: the naive port agrees with us on the node matrices (first frame, no flags involved)
     ref = naive_frame(model, order, model.sequences[work[0][0]], work[0][1])
     sk = anim.skeleton
-    flagged = {o for o in range(n) if sk.special[o]}
-    plain = [o for o in ref if o not in flagged and not _below(sk, o, flagged)]
-    err = max((float(np.abs(ref[o] - mats[0][o]).max()) for o in plain), default=0.0)
+    flagged = {i for i in range(n) if sk.special[i]}  # skeleton rows
+    plain = [sk.index[o] for o in ref if o in sk.index and sk.index[o] not in flagged
+             and not _below(sk, sk.index[o], flagged)]
+    err = max((float(np.abs(ref[int(sk.ids[i])] - mats[0][i]).max()) for i in plain), default=0.0)
     return dict(name=path.name, nodes=n, bones=len(model.bones), geosets=len(model.geosets),
                 tracks=sum(len(s) for s in anim.bank.sets.values()), frames=len(work), compile_ms=compile_ms,
                 pose_ms=pose_ms, sample_ms=sample_ms, skel_ms=skel_ms, pal_ms=pal_ms, floor_ms=floor_ms,

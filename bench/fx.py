@@ -5,14 +5,18 @@ PRE2 emitters of rate x lifespan (x2 for head-and-tail emitters), RIBB emitters 
 and PREM emitters of rate x lifespan, at their static values. Everything is measured side by side in
 one run (best of --rounds):
 
-  * fast-forward: a fresh simulation stepped from 0 to 10 s (`Effects.at`, CPU only), and a full
+  * fast-forward: a fresh simulation stepped from its window start to 10 s (`Effects.at`, CPU only), and a full
     frame at 10 s rendered from a fresh simulation, against the same frame rendered again once the
     simulation is there (the cost of the frame itself): ratio = how many frames a cold 10 s costs.
   * batch: 20 increasing timestamps (every 500 ms up to 10 s) rendered as one batch (one simulation
-    carried along) against the same 20 rendered separately (each from t = 0, `reset_effects` before
+    carried along) against the same 20 rendered separately (each fresh, `reset_effects` before
     each, as a fresh worker would). The bytes are checked to be identical; ratio = separate / batch.
+  * far timestamps: a cold simulation and a cold frame at --time (default 10 s) against the same at
+    --far (default 10^12 ms); under the window rule (`renderer.fx.window`) both cost the window's
+    steps, so the ratio far / near should be about 1.
 
     .venv/bin/python bench/fx.py [--size 256] [--rounds 3] [--model path/to/model.mdx --sequence Stand]
+                                 [--time 10000] [--far 1000000000000]
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--model", type=Path)
     ap.add_argument("--sequence")
+    ap.add_argument("--time", type=int, default=TEN_S, help="the near timestamp in ms (default 10000)")
+    ap.add_argument("--far", type=int, default=10**12, help="the far timestamp in ms (default 10^12)")
     args = ap.parse_args()
 
     if args.model:
@@ -121,8 +127,10 @@ def main() -> None:
     cold_s = timed(args.rounds, render_cold)
     renderer.render(model, spec(TEN_S))
     warm_s = timed(args.rounds, lambda: renderer.render(model, spec(TEN_S)))
-    print(f"fast-forward to {TEN_S / 1000:g} s ({TEN_S // STEP_MS} steps, {live} live particles/edges):")
-    print(f"  simulation only    {sim_s * 1000:8.1f} ms  ({sim_s / (TEN_S // STEP_MS) * 1e6:.0f} us per step)")
+    steps = int((TEN_S - sim.start_ms) // STEP_MS)
+    print(f"fast-forward to {TEN_S / 1000:g} s (from the window start {sim.start_ms:g} ms: {steps} steps, "
+          f"{live} live particles/edges):")
+    print(f"  simulation only    {sim_s * 1000:8.1f} ms  ({sim_s / max(steps, 1) * 1e6:.0f} us per step)")
     print(f"  cold frame at 10 s {cold_s * 1000:8.1f} ms")
     print(f"  same frame, warm   {warm_s * 1000:8.1f} ms")
     print(f"  ratio cold / warm  {cold_s / warm_s:8.1f}x")
@@ -147,8 +155,24 @@ def main() -> None:
     print(f"{len(BATCH)} timestamps ({BATCH[0]} .. {BATCH[-1]} ms):")
     n = len(BATCH)
     print(f"  batch (one simulation)   {batch_s * 1000:8.1f} ms  ({batch_s / n * 1000:.1f} ms per frame)")
-    print(f"  separate (each from 0)   {separate_s * 1000:8.1f} ms  ({separate_s / n * 1000:.1f} ms per frame)")
+    print(f"  separate (each fresh)    {separate_s * 1000:8.1f} ms  ({separate_s / n * 1000:.1f} ms per frame)")
     print(f"  ratio separate / batch   {separate_s / batch_s:8.1f}x   identical bytes: {same}")
+
+    near, far = args.time, args.far
+    compiled = Effects().compiled(model, animator)
+    print(f"far timestamps (window {compiled.window_ms:g} ms):")
+    cost = {}
+    for t in (near, far):
+        sim_t = timed(args.rounds, lambda t=t: Effects().at(model, animator, seq, t, 0, digest, None))
+
+        def frame_cold(t=t):
+            renderer.reset_effects()
+            renderer.render(model, spec(t))
+
+        cost[t] = (sim_t, timed(args.rounds, frame_cold))
+        print(f"  t = {t:>16} ms   simulation {sim_t * 1000:8.1f} ms   cold frame {cost[t][1] * 1000:8.1f} ms")
+    print(f"  ratio far / near         simulation {cost[far][0] / cost[near][0]:6.2f}x   "
+          f"cold frame {cost[far][1] / cost[near][1]:6.2f}x")
     renderer.close()
     if not same:
         sys.exit("batch and separate renders differ")

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from renderer.anim.tracks import MAX_TIME_MS  # the renderer refuses timestamps beyond it too
 from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.formats.textures.team import REFORGED_TEAMS
 from renderer.frame import FrameSpec
@@ -84,7 +85,6 @@ __all__ = [
 ]
 
 MISSING_POLICIES = ("warn", "fail")  # what a frame rendered with a missing asset is: done (noted) or failed
-MAX_TIME_MS = 2**53  # the largest ms count a float64 holds exactly: timestamps beyond it are refused
 MSAA_VALUES = (0, 1, 2, 4, 8, 16)
 MAX_SIZE = 8192
 MAX_TEAM = REFORGED_TEAMS - 1  # team colour indices 0..27

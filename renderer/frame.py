@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from renderer.anim import TIME_RULE, find_sequence
+from renderer.anim.tracks import check_time
 from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.fx import FX_RULE, Effects
@@ -47,6 +48,7 @@ class FrameSpec:
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
         check_lights(self.lights)
+        check_time(self.time_ms)  # 0 .. renderer.anim.tracks.MAX_TIME_MS, finite
 
     def background_rgba(self) -> tuple[float, float, float, float]:
         if self.background == "transparent":

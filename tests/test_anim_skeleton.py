@@ -251,12 +251,13 @@ def test_cycles_missing_and_self_parents_become_roots_with_notes():
              Helper(name="e", object_id=5, parent_id=3)]
     m = model_of(nodes, np.zeros((6, 3)))
     sk = Skeleton(m)
-    assert sk.parents.tolist() == [6, 0, 6, 6, 6, 3]
+    # One row per node (object ids 0, 1, 2, 3, 5); the unused id 4 has no row; 5 = the root.
+    assert sk.ids.tolist() == [0, 1, 2, 3, 5]
+    assert sk.parents.tolist() == [5, 0, 5, 5, 3]
     joined = " ".join(sk.notes)
     assert "cycle" in joined and "own parent" in joined and "missing parent 42" in joined
     w = Animator(m).pose(0, 0).node_matrices
-    assert w.shape == (6, 4, 4) and np.all(np.isfinite(w))
-    np.testing.assert_array_equal(w[4], np.eye(4))  # unused object id
+    assert w.shape == (5, 4, 4) and np.all(np.isfinite(w))
     np.testing.assert_allclose(w[1], w[0], atol=1e-12)  # b inherits a's rotation
 
 

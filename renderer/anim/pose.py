@@ -10,7 +10,8 @@ sequences wrap past the end and non-looping ones hold; global sequences at t_ms 
 
 Per-frame values and their rules
 --------------------------------
-* node_matrices (N, 4, 4): `renderer.anim.skeleton` (N = max object id + 1).
+* node_matrices (N, 4, 4): `renderer.anim.skeleton`, one row per node in object id order
+  (`Animator.skeleton.ids[i]` is row i's object id; N = the number of nodes, never an id's value).
 * node_visibility (N,): KATV / KLAV / KPEV / KP2V / KRVS / KPPV of the node's record (1 when the node
   has none); visible when > VISIBILITY_THRESHOLD (0), as the viewer tests it.
 * geoset_alpha, geoset_color (RGB), geoset_visible: from the geoset's GEOA (the last GEOA naming the
@@ -119,7 +120,7 @@ class Pose:
     sequence: int | None
     t_ms: float
     clock: Clock
-    node_matrices: np.ndarray  # (N, 4, 4) float64, by object id
+    node_matrices: np.ndarray  # (N, 4, 4) float64, by skeleton row (object id order)
     node_visibility: np.ndarray  # (N,)
     geoset_alpha: np.ndarray  # (G,)
     geoset_color: np.ndarray  # (G, 3) RGB
@@ -201,17 +202,15 @@ class Animator:
         self._r = _Scatter(np.tile(quat.IDENTITY, (n, 1)))
         self._s = _Scatter(np.ones((n, 3)))
         self._vis = _Scatter(np.ones(n))
-        for oid, node in enumerate(sk.nodes):
-            if node is None:
-                continue
+        for row, node in enumerate(sk.nodes):
             for tag, target in (("KGTR", self._t), ("KGRT", self._r), ("KGSC", self._s)):
                 track = node.node_tracks.get(tag)
                 if track is not None:
-                    target.add(bank, oid, track)
+                    target.add(bank, row, track)
             vtag = _VISIBILITY_TAG.get(type(node))
             track = node.tracks.get(vtag) if vtag else None
             if track is not None:
-                self._vis.add(bank, oid, track, 1.0)
+                self._vis.add(bank, row, track, 1.0)
 
         # Geoset animations (the last GEOA naming a geoset wins, as in the viewer).
         g = len(model.geosets)
@@ -279,8 +278,8 @@ class Animator:
             scatter.freeze()
         bank.freeze()
 
-        self.attachment_ids = np.array([a.object_id for a in model.attachments], np.int64)
-        self.skins = [geoset_skin(geo, n) for geo in model.geosets]
+        self.attachment_rows = sk.rows([a.object_id for a in model.attachments])
+        self.skins = [geoset_skin(geo, sk.ids) for geo in model.geosets]
         self.palettes = PaletteBuilder(self.skins, n)
         self.notes = list(sk.notes)
         for gi, s in enumerate(self.skins):
@@ -320,8 +319,7 @@ class Animator:
         if GEOA_TRACK_COLOR_BGR:
             color = color[:, ::-1].copy()
         uv = uv_matrices(self._tat.fill(sampled), self._tar.fill(sampled), self._tas.fill(sampled))
-        ids = self.attachment_ids
-        att = vis[ids] if len(ids) and ids.max() < len(vis) and ids.min() >= 0 else np.ones(len(ids))
+        att = np.append(vis, 1.0)[self.attachment_rows]  # an attachment whose id names no node: 1
         return Pose(
             sequence=index, t_ms=float(t_ms), clock=clock, node_matrices=nodes, node_visibility=vis,
             geoset_alpha=self._alpha.fill(sampled), geoset_color=color,

@@ -4,8 +4,12 @@ Conventions
 -----------
 * Column vectors: a point p maps to M @ [p, 1]. Matrices are (4, 4) float64, row-major in numpy
   (m[:3, 3] is the translation). Z is up and models face +X (DESIGN.md).
-* Nodes are indexed by object id; the output has N = max object id + 1 rows. An id no node uses gets
-  the identity. If two nodes share an object id, the first in `Model.nodes()` order is used (noted).
+* Nodes are indexed densely: row i is the node with the i-th smallest object id (`Skeleton.ids[i]`),
+  N = the number of distinct object ids, whatever the ids' values (a model with object id 2^32 - 2
+  has as many rows as one with ids 0..N-1; for ids 0..N-1 row i is object id i). `Skeleton.index`
+  maps an object id to its row and `Skeleton.rows(object_ids)` maps many (N for an id no node has).
+  Object ids never size anything. If two nodes share an object id, the first in `Model.nodes()`
+  order is used (noted); a negative object id is ignored (noted).
 * The camera is a view matrix (world -> view, OpenGL: the camera looks down its -Z, +Y is screen up).
   Only its rotation and eye position are used. `view=None` means `DEFAULT_VIEW`, the auto camera's
   direction (azimuth 30, elevation 20 degrees, up +Z) looking at the origin.
@@ -46,9 +50,12 @@ node above a flagged node, where they are needed.
 Every node is evaluated every frame (the viewer skips updating an emitter or attachment node while
 its visibility is <= 0; that changes nothing visible, and `Pose.node_visibility` reports it).
 
-Hierarchy: a parent id that names no node, or the node itself, makes the node a root; a cycle is
-broken by making its member with the smallest object id a root. Each case is noted in `notes`. Nodes
-are evaluated level by level (all nodes of one depth at once), so there is no recursion.
+Hierarchy: a parent id of -1 (0xFFFFFFFF) means no parent. Object ids are u32 and parent ids i32 in
+MDX, so a parent id names the object id with the same 32-bit pattern (parent -2 is object id
+0xFFFFFFFE). A parent id that names no node, or the node itself, makes the node a root (noted); a
+cycle is broken by making its member with the smallest object id a root. Each case is noted in
+`notes`. Nodes are evaluated level by level (all nodes of one depth at once), so there is no
+recursion.
 """
 
 from __future__ import annotations
@@ -107,6 +114,16 @@ class CameraFrame:
         self.billboard_quat = quat.from_matrix(self.billboard)
 
 
+def dense_rows(ids: np.ndarray, object_ids) -> np.ndarray:
+    """Rows of `object_ids` in the sorted id array `ids`; len(ids) for an id not in it."""
+    q = np.asarray(object_ids, np.int64)
+    n = len(ids)
+    if n == 0:
+        return np.zeros(q.shape, np.int64)
+    pos = np.minimum(np.searchsorted(ids, q), n - 1)
+    return np.where(ids[pos] == q, pos, n).astype(np.int64)
+
+
 def _local_matrices(pivots, t, r, s):
     """local = T(c) T(t) R(r) S(s) T(-c) for every node: (N, 4, 4)."""
     a = quat.to_matrix(r) * s[:, None, :]
@@ -122,9 +139,8 @@ class Skeleton:
 
     def __init__(self, model: Model):
         self.notes: list[str] = []
-        nodes = model.nodes()
         by_id: dict[int, Node] = {}
-        for node in nodes:
+        for node in model.nodes():
             oid = int(node.object_id)
             if oid < 0:
                 self.notes.append(f"node {node.name!r} has negative object id {oid}; ignored")
@@ -134,24 +150,26 @@ class Skeleton:
                                   f"the second is ignored")
                 continue
             by_id[oid] = node
-        self.count = n = (max(by_id) + 1) if by_id else 0
-        self.nodes: list[Node | None] = [by_id.get(i) for i in range(n)]
+        self.ids = np.array(sorted(by_id), np.int64)  # object id of each row
+        self.index: dict[int, int] = {int(oid): i for i, oid in enumerate(self.ids.tolist())}
+        self.count = n = len(self.ids)
+        self.nodes: list[Node] = [by_id[int(oid)] for oid in self.ids.tolist()]
         self.pivots = np.zeros((n, 3))
         pivots = np.asarray(model.pivots, np.float64).reshape(-1, 3)
-        for oid in by_id:
-            if oid < len(pivots):
-                self.pivots[oid] = pivots[oid]
-            else:
-                self.notes.append(f"node {by_id[oid].name!r} (object id {oid}) has no pivot; using the origin")
-        self.flags = np.array([int(nd.flags) if nd is not None else 0 for nd in self.nodes], np.int64)
-        self.parents = self._resolve_parents(by_id)
+        has_pivot = self.ids < len(pivots)
+        self.pivots[has_pivot] = pivots[self.ids[has_pivot]]
+        for i in np.flatnonzero(~has_pivot).tolist():
+            self.notes.append(f"node {self.nodes[i].name!r} (object id {int(self.ids[i])}) has no pivot; "
+                              f"using the origin")
+        self.flags = np.array([int(nd.flags) for nd in self.nodes], np.int64)
+        self.parents = self._resolve_parents()
         self.depth = self._depths()
         self.special = (self.flags & SPECIAL_FLAGS) != 0
         self.track_rotation = bool(self.special.any())
         # World rotation/scale are only needed on the chains above flagged nodes.
         self.needs_rotation = np.zeros(n, bool)
-        for oid in np.flatnonzero(self.special):
-            p = int(self.parents[oid])
+        for i in np.flatnonzero(self.special):
+            p = int(self.parents[i])
             while p < n and not self.needs_rotation[p]:
                 self.needs_rotation[p] = True
                 p = int(self.parents[p])
@@ -163,22 +181,28 @@ class Skeleton:
             self.levels.append((plain, self.parents[plain], flagged, self.parents[flagged]))
         self.rotation_levels = [(p[self.needs_rotation[p]], pp[self.needs_rotation[p]]) for p, pp, _, _ in self.levels]
 
+    def rows(self, object_ids) -> np.ndarray:
+        """The row of each object id (int64 array), N (= `count`, the identity row of palettes) for an
+        id no node has."""
+        return dense_rows(self.ids, object_ids)
+
     # -- hierarchy ------------------------------------------------------------------------------
 
-    def _resolve_parents(self, by_id) -> np.ndarray:
+    def _resolve_parents(self) -> np.ndarray:
         n = self.count
         root = n  # the virtual identity parent
         parents = np.full(n, root, np.int64)
-        for oid, node in by_id.items():
-            p = int(node.parent_id)
+        for i, node in enumerate(self.nodes):
+            oid, p = int(self.ids[i]), int(node.parent_id)
             if p == -1 or p == 0xFFFFFFFF:
                 continue
+            p &= 0xFFFFFFFF  # the i32 parent field names the u32 object id with the same bits
             if p == oid:
                 self.notes.append(f"node {node.name!r} (object id {oid}) is its own parent; treated as a root")
-            elif p not in by_id:
+            elif p not in self.index:
                 self.notes.append(f"node {node.name!r} (object id {oid}) has missing parent {p}; treated as a root")
             else:
-                parents[oid] = p
+                parents[i] = self.index[p]
         # Break cycles: walk each chain; a node met twice on one walk closes a cycle.
         state = np.zeros(n, np.int8)  # 0 unvisited, 1 on the current walk, 2 done
         for start in range(n):
@@ -190,10 +214,11 @@ class Skeleton:
                 i = int(parents[i])
             if i != root and state[i] == 1:  # cycle: i .. end of path
                 cycle = path[path.index(i):]
-                cut = min(cycle)
+                cut = min(cycle)  # rows are in object id order: the smallest object id
                 parents[cut] = root
-                names = ", ".join(str(c) for c in sorted(cycle))
-                self.notes.append(f"parent cycle among object ids {names}; object id {cut} treated as a root")
+                names = ", ".join(str(int(self.ids[c])) for c in sorted(cycle))
+                self.notes.append(f"parent cycle among object ids {names}; object id {int(self.ids[cut])} "
+                                  f"treated as a root")
             for j in path:
                 state[j] = 2
         return parents
@@ -218,7 +243,7 @@ class Skeleton:
     def world_matrices(self, translation, rotation, scaling, view=None, camera: CameraFrame | None = None
                        ) -> np.ndarray:
         """(N, 4, 4) world matrices from per-node local translation (N, 3), rotation (N, 4) xyzw and
-        scaling (N, 3), indexed by object id."""
+        scaling (N, 3), by row (see `ids`)."""
         n = self.count
         t = np.asarray(translation, np.float64).reshape(n, 3)
         r = quat.normalize(np.asarray(rotation, np.float64).reshape(n, 4))

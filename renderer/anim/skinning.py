@@ -8,15 +8,16 @@ weights, position' = (sum_k w_k P[i_k]) @ [position, 1], normal' = normalize(upp
   average of the matrices is the average of the transformed positions, as both are linear). Each
   vertex uses index (GNDX[v], 0, 0, 0) with weights (1, 0, 0, 0). The palette has one extra last
   row, the identity, used by vertices whose group index names no group (e.g. 255, "not attached").
-  An empty group (size 0) is the identity. MATS entries are node object ids.
-* SKIN (Reforged): 4 bone indices (u8) and 4 weights (u8, w / 255). The bone indices are node
-  object ids, the same index space as MATS entries, not positions in the geoset's MATS list: the
-  viewer's HD shader looks them up directly in its node matrix texture, the viewer's and HiveWE's
-  sanity checks test them against the node list ("attached to object N which does not exist / is
-  not a bone"). (In the corpus files that have SKIN, Girl2 and HarvestGolem, every geoset's MATS is
-  0..bones-1 and bones take object ids 0..bones-1, so both readings agree there.) The palette is the
-  node palette: all world matrices by object id plus one identity row at index N. Weights are used
-  as stored (not renormalised), like the viewer.
+  An empty group (size 0) is the identity. MATS entries are node object ids, mapped once to skeleton
+  rows (`Skeleton.ids`; an id no node has -> the identity row).
+* SKIN (Reforged): 4 bone indices (u8) and 4 weights (u8, w / 255). The bone indices are node object
+  ids, the same index space as MATS entries, not positions in the geoset's MATS list: the viewer's HD
+  shader looks them up directly in its node matrix texture, the viewer's and HiveWE's sanity checks
+  test them against the node list ("attached to object N which does not exist / is not a bone"),
+  mapped once to skeleton rows like MATS. (In the corpus files that have SKIN, Girl2 and HarvestGolem,
+  every geoset's MATS is 0..bones-1 and bones take object ids 0..bones-1, so both readings agree
+  there.) The palette is the node palette: all world matrices by skeleton row plus one identity row at
+  index N. Weights are used as stored (not renormalised), like the viewer.
 * Float weights (Halo: `bone_indices` node object ids + `bone_weights`): as SKIN.
 * An index that names no node, or one with zero weight, points at the identity row. A vertex whose
   weights sum to 0 gets the identity (index N, weight 1): it stays in bind pose.
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from renderer.anim.skeleton import dense_rows
 from renderer.model import Geoset, Model
 
 
@@ -45,7 +47,7 @@ class GeosetSkin:
     # matrix-group form only
     vertex_groups: np.ndarray | None = None  # (n,) int32 palette row per vertex
     group_sizes: np.ndarray | None = None  # (G,) bones actually used per group
-    group_members: np.ndarray | None = None  # flattened node ids (invalid ids -> N, the identity row)
+    group_members: np.ndarray | None = None  # flattened skeleton rows (invalid ids -> N, the identity row)
     notes: list[str] = field(default_factory=list)
 
 
@@ -57,15 +59,17 @@ def _identity_weights(n: int, identity: int):
     return idx, w
 
 
-def _weighted(indices: np.ndarray, weights: np.ndarray, node_count: int, kind: str, notes) -> GeosetSkin:
+def _weighted(indices: np.ndarray, weights: np.ndarray, ids: np.ndarray, kind: str, notes) -> GeosetSkin:
+    node_count = len(ids)
     indices = np.asarray(indices, np.int64).reshape(-1, 4)
     weights = np.asarray(weights, np.float32).reshape(-1, 4)
-    bad = (indices < 0) | (indices >= node_count)
+    rows = dense_rows(ids, indices)
+    bad = rows == node_count
     used_bad = bad & (weights != 0)
     if used_bad.any():
         ids = sorted(set(indices[used_bad].tolist()))[:8]
         notes.append(f"{kind}: {int(used_bad.sum())} weighted bone index(es) name no node {ids}; identity used")
-    idx = np.where(bad | (weights == 0), node_count, indices).astype(np.int32)
+    idx = np.where(bad | (weights == 0), node_count, rows).astype(np.int32)
     w = weights.copy()
     zero = w.sum(axis=1) == 0
     if zero.any():
@@ -75,20 +79,23 @@ def _weighted(indices: np.ndarray, weights: np.ndarray, node_count: int, kind: s
     return GeosetSkin(kind.lower(), idx, w, node_count + 1, notes=notes)
 
 
-def geoset_skin(geoset: Geoset, node_count: int) -> GeosetSkin:
-    """The static skinning data of one geoset for a skeleton of `node_count` (= N) node rows."""
+def geoset_skin(geoset: Geoset, ids) -> GeosetSkin:
+    """The static skinning data of one geoset for a skeleton whose rows have object ids `ids`
+    (sorted; `Skeleton.ids`, N = len(ids) rows), or of a node count N for object ids 0..N-1."""
+    ids = np.arange(int(ids)) if isinstance(ids, (int, np.integer)) else np.asarray(ids, np.int64)
+    node_count = len(ids)
     n = len(geoset.vertices)
     notes: list[str] = []
     skin = geoset.skin
     if skin is not None and len(skin):
         skin = np.asarray(skin).reshape(-1, 8) if np.asarray(skin).size % 8 == 0 else None
         if skin is not None and len(skin) == n:
-            return _weighted(skin[:, :4], skin[:, 4:].astype(np.float32) / 255.0, node_count, "SKIN", notes)
+            return _weighted(skin[:, :4], skin[:, 4:].astype(np.float32) / 255.0, ids, "SKIN", notes)
         notes.append("SKIN does not have one row per vertex; ignored")
     if geoset.bone_indices is not None and geoset.bone_weights is not None:
         bi, bw = np.asarray(geoset.bone_indices), np.asarray(geoset.bone_weights)
         if bi.size == 4 * n and bw.size == 4 * n:
-            return _weighted(bi, bw, node_count, "weights", notes)
+            return _weighted(bi, bw, ids, "weights", notes)
         notes.append("bone_indices/bone_weights do not have one row per vertex; ignored")
 
     sizes = np.asarray(geoset.matrix_group_sizes, np.int64).reshape(-1)
@@ -102,11 +109,12 @@ def geoset_skin(geoset: Geoset, node_count: int) -> GeosetSkin:
         notes.append(f"MTGC sizes add up to {int(sizes.sum())} but MATS has {len(mats)} entries; groups truncated")
     members = np.concatenate([mats[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]) \
         if len(sizes) else np.zeros(0, np.int64)
-    bad = (members < 0) | (members >= node_count)
+    member_rows = dense_rows(ids, members)
+    bad = member_rows == node_count
     if bad.any():
         notes.append(f"MATS: {int(bad.sum())} entr(ies) name no node {sorted(set(members[bad].tolist()))[:8]}; "
                      f"identity used")
-    members = np.where(bad, node_count, members)
+    members = member_rows
     g = len(sizes)
     groups = np.asarray(geoset.vertex_groups, np.int64).reshape(-1)
     if len(groups) != n:
@@ -150,7 +158,7 @@ class PaletteBuilder:
             else np.zeros(0, np.int64)
 
     def node_palette(self, node_matrices: np.ndarray) -> np.ndarray:
-        """(N + 1, 4, 4): the node matrices by object id plus the identity row."""
+        """(N + 1, 4, 4): the node matrices by skeleton row plus the identity row."""
         n = self.node_count
         pal = np.empty((n + 1, 4, 4))
         pal[:n] = node_matrices
@@ -188,16 +196,23 @@ def _apply(m, vertices, normals):
 # ----------------------------------------------------------------------------- CPU reference
 
 
-def skin_vertices(model: Model, geoset_index: int, node_matrices) -> tuple[np.ndarray, np.ndarray]:
-    """Reference skinning, straight from the geoset's own arrays, for tests of the palette and GPU
-    paths. It shares no code with them and blends transformed positions (the definition) where they
-    blend matrices: matrix groups = the mean over the group's bones of bone @ vertex; weights = the
-    weighted sum of bone @ vertex. Returns positions (n, 3) and renormalised normals (n, 3); the same
-    rules for unusable indices as the palette path (module docstring).
+def skin_vertices(model: Model, geoset_index: int, node_matrices, node_ids=None) -> tuple[np.ndarray, np.ndarray]:
+    """Reference skinning, straight from the geoset's own arrays, for tests of the palette and GPU paths.
+    `node_matrices` row i is the node with object id `node_ids[i]` (default: the model's distinct
+    non-negative object ids, sorted, as the skeleton's rows, when there are as many as rows;
+    otherwise row i is object id i). It shares no code with them and blends transformed positions
+    (the definition) where they blend matrices: matrix groups = the mean over the group's bones of
+    bone @ vertex; weights = the weighted sum of bone @ vertex. Returns positions (n, 3) and
+    renormalised normals (n, 3); the same rules for unusable indices as the palette path (module
+    docstring).
     """
     g = model.geosets[geoset_index]
     world = np.asarray(node_matrices, np.float64)
-    count = len(world)
+    if node_ids is None:
+        node_ids = sorted({int(nd.object_id) for nd in model.nodes() if int(nd.object_id) >= 0})
+        if len(node_ids) != len(world):
+            node_ids = range(len(world))
+    row_of = {int(oid): i for i, oid in enumerate(node_ids) if i < len(world)}
     v = np.asarray(g.vertices, np.float64).reshape(-1, 3)
     n = len(v)
     nr = np.asarray(g.normals, np.float64).reshape(-1, 3)
@@ -206,9 +221,9 @@ def skin_vertices(model: Model, geoset_index: int, node_matrices) -> tuple[np.nd
 
     def moved(bone: int, rows):
         """Positions and normals of vertices `rows` moved by node `bone` (identity if no such node)."""
-        if not 0 <= bone < count:
+        if bone not in row_of:
             return v[rows], nr[rows]
-        m = world[bone]
+        m = world[row_of[bone]]
         return v[rows] @ m[:3, :3].T + m[:3, 3], nr[rows] @ m[:3, :3].T
 
     pos = np.zeros((n, 3))

@@ -134,10 +134,25 @@ def global_time(duration: int, t_ms: float) -> float:
     return float(math.fmod(t_ms, duration)) if duration > 0 else 0.0
 
 
+# The largest timestamp accepted anywhere (FrameSpec, clocks, effects): 2^53 ms (~285,000 years), the
+# last integer a float64 holds exactly, so step indices and `t mod D` stay exact below it.
+MAX_TIME_MS = 2**53
+
+
+def check_time(t_ms) -> float:
+    """t_ms as a float, or ValueError unless it is a finite number of ms in 0 .. MAX_TIME_MS."""
+    try:
+        t = float(t_ms)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"timestamp must be a number of ms, not {t_ms!r}") from None
+    exact = int(t_ms) if isinstance(t_ms, (int, np.integer)) else t  # 2^53 + 1 is not 2^53
+    if not math.isfinite(t) or t < 0 or exact > MAX_TIME_MS:
+        raise ValueError(f"timestamp must be a finite number of ms in 0 .. 2^53 ({MAX_TIME_MS}), not {t_ms!r}")
+    return t
+
+
 def make_clock(sequence: Sequence | None, t_ms: float, global_sequences=()) -> Clock:
-    t_ms = float(t_ms)
-    if not math.isfinite(t_ms) or t_ms < 0:
-        raise ValueError(f"timestamp must be a finite number of ms >= 0, not {t_ms!r}")
+    t_ms = check_time(t_ms)
     g = tuple(global_time(int(d), t_ms) for d in global_sequences)
     if sequence is None:
         return Clock(None, 0.0, g, t_ms)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from renderer.fx.rng import copy_generator
-
 
 def integrate_ballistic(p: ParticleBuffer, dt_ms: float) -> None:
     """Move live particles (fields pos, vel, gravity) over dt_ms under gravity along -Z, exactly."""
@@ -18,16 +16,16 @@ def integrate_ballistic(p: ParticleBuffer, dt_ms: float) -> None:
 
 
 class EmitterState:
-    """What every simulated emitter shares: `rng` and `particles`, copied deeply by `copy()` so a
-    copy can be stepped (to a time between fixed steps) without touching the stored state."""
+    """What every simulated emitter shares: its generator key (`renderer.fx.rng`) and `particles`,
+    copied deeply by `copy()` so a copy can be stepped (to a time between fixed steps) without
+    touching the stored state."""
 
-    rng: np.random.Generator
+    key: int
     particles: ParticleBuffer
 
     def copy(self):
         other = type(self).__new__(type(self))
         other.__dict__.update(self.__dict__)
-        other.rng = copy_generator(self.rng)
         other.particles = self.particles.copy()
         return other
 

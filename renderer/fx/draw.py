@@ -140,7 +140,7 @@ def _prem_quads(e, sim) -> np.ndarray:
     n = len(p)
     out = np.zeros((n, pre2.INSTANCE_FLOATS), np.float32)
     if n:
-        w3 = sim.world[e.spec.object_id][:3, :3]
+        w3 = sim.world[e.spec.node][:3, :3]
         out[:, 0:3] = p["pos"]
         out[:, 6:10] = 1.0
         out[:, 12:14] = 1.0
@@ -195,7 +195,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
         s = e.spec
         if len(e.particles) == 0:
             continue
-        inst, blend = e.instances(t, sim.world[s.object_id], view)
+        inst, blend = e.instances(t, sim.world[s.node], view)
         tex = res.pre2_texture(s)
         shade = 1.0 if s.flags & pre2.UNSHADED else shaded
         for mode in dict.fromkeys(blend.tolist()):  # one draw per filter mode carried, in first-seen order

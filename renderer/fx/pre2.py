@@ -5,8 +5,8 @@ and every appearance computation is vectorised over the emitter's live particles
 
 Properties (static field, or its track at the step's clock; §2.6):
   speed KP2S, variation KP2R (fraction), latitude KP2L (degrees), gravity KP2G, emission rate
-  KP2E (particles/s x `options.PRE2_EMISSION_RATE_SCALE`), length KP2N (spawn area along the
-  emitter's local X), width KP2W (along local Y; `options.PRE2_FIELD_NAMES`), visibility KP2V.
+  KP2E (particles/s x `rules.PRE2_EMISSION_RATE_SCALE`), length KP2N (spawn area along the
+  emitter's local X), width KP2W (along local Y; `rules.PRE2_FIELD_NAMES`), visibility KP2V.
   lifespan (s), filter mode, rows/columns, head/tail/both, tail length, time split, segment colours
   (R, G, B), alphas (0..255), scaling, the four atlas intervals, texture id, squirt, priority plane
   and replaceable id are static fields.
@@ -17,9 +17,13 @@ Each step (t - dt, t]:
      p += v dt - (0, 0, g dt^2 / 2), v.z -= g dt (so trajectories do not depend on the step).
   3. Emission, only while KP2V > 0 and the emitter's clock plays (a non-looping sequence past its
      end stops emitting unless the emitter's rate or visibility runs on a global sequence):
-     accumulator += rate x dt (squirt emitters: `options.PRE2_SQUIRT`); one emission per whole
-     unit. An emission spawns a head particle, a tail particle, or both (headOrTail 0 / 1 / 2),
-     each drawing 5 uniforms u0..u4 from the emitter's generator, in spawn order:
+     floor(rate t / 1000) - floor(rate (t - dt) / 1000) emissions (`window.emission_count`, rate
+     sampled at the step); squirt emitters (`rules.PRE2_SQUIRT`): floor(S(t)) - floor(S(t - dt))
+     with S(t) the sum of the schedule's amounts fired in [0, t] (the first step at t = 0 fires
+     what is scheduled at 0; a simulation's first step at a window start emits nothing). At most
+     `window.per_step_cap(MAX_LIVE, lifespan)` emissions per step (so never more than MAX_LIVE
+     alive). An emission spawns a head particle, a tail particle, or both (headOrTail 0 / 1 / 2),
+     each drawing 5 uniforms u0..u4 from the step's generator (`renderer.fx.rng`), in spawn order:
         local position = pivot + ((u0 - 1/2) length, (u1 - 1/2) width, 0)
         a = (2 u2 - 1) latitude, b = (2 u3 - 1) latitude (b = 0 for LineEmitter)
         direction = Rz(90 deg) Ry(a) Rx(b) +Z = (sin b, cos b sin a, cos a cos b)
@@ -28,7 +32,7 @@ Each step (t - dt, t]:
      p = W (local), v = W3 direction speed', gravity g = KP2G x |W3 e_z|, size factor = the node's
      scale cbrt|det W3|. ModelSpace particles keep local coordinates (g = KP2G, factor 1) and are
      drawn through the node's *current* world matrix, so they follow the node. New particles have
-     age 0 at t. Live particles per emitter are capped at MAX_LIVE (further emissions are dropped).
+     age 0 at t. The lifespan is clamped to `window.MAX_LIFETIME_MS`.
   Each particle carries the emitter's filter mode (`blend`), copied at spawn.
 
 Appearance at age fraction f = age / lifespan, time split s = `time`:
@@ -40,7 +44,7 @@ Appearance at age fraction f = age / lifespan, time split s = `time`:
   turned to face the camera about its own axis (XYQuad: lying flat, widened along v x Z).
   Atlas cell: head particles use the head life interval in segment 0 and the head decay interval
   in segment 1, tails the tail intervals, with the segment factor; see `atlas_cells`
-  (`options.PRE2_ATLAS_END`). The cell (row-major over rows x columns) selects the UV rectangle.
+  (`rules.PRE2_ATLAS_END`). The cell (row-major over rows x columns) selects the UV rectangle.
 Node flags: Unshaded (no light factor), SortPrimsFarZ (back-to-front by view depth; otherwise
 spawn order, oldest first), LineEmitter, Unfogged (no fog in this renderer: no effect), ModelSpace,
 XYQuad. Replaceable id 1 / 2 draws with the team colour / glow texture, other non-zero ids with
@@ -56,8 +60,10 @@ import numpy as np
 
 from renderer.fx.buffer import EmitterState, ParticleBuffer, integrate_ballistic
 from renderer.fx.params import finite
+from renderer.fx.rng import step_generator
+from renderer.fx.window import clamp_lifetime_ms, emission_count, per_step_cap
 from renderer.model import ParticleEmitter2
-from renderer.rules import PRE2_EMISSION_RATE_SCALE
+from renderer.rules import PRE2_EMISSION_RATE_SCALE, PRE2_FILTER_MODES, PRE2_INVALID_FILTER_MODE
 
 UNSHADED = 0x8000
 SORT_PRIMS_FAR_Z = 0x10000
@@ -101,7 +107,7 @@ class Pre2Spec:
 
     index: int
     record: ParticleEmitter2
-    object_id: int
+    node: int  # skeleton row of the emitter's node (`Skeleton.ids`)
     pivot: np.ndarray
     row: int  # row in the PRE2 ParamTable
     lifespan_ms: float
@@ -123,18 +129,20 @@ class Pre2Spec:
     replaceable_id: int
 
     @classmethod
-    def build(cls, index: int, e: ParticleEmitter2, pivot, row: int) -> Pre2Spec:
+    def build(cls, index: int, e: ParticleEmitter2, node: int, pivot, row: int) -> Pre2Spec:
         hot = int(e.head_or_tail)
+        mode = int(e.filter_mode)
+        mode = mode if 0 <= mode < len(PRE2_FILTER_MODES) else PRE2_INVALID_FILTER_MODE  # as the reader notes
         colors = np.array([[finite(c) for c in col] for col in e.segment_colors], np.float64).reshape(3, 3)
         return cls(
-            index=index, record=e, object_id=int(e.object_id), pivot=np.asarray(pivot, np.float64), row=row,
-            lifespan_ms=max(finite(e.lifespan), 0.0) * 1000.0, flags=int(e.flags),
+            index=index, record=e, node=int(node), pivot=np.asarray(pivot, np.float64), row=row,
+            lifespan_ms=clamp_lifetime_ms(finite(e.lifespan) * 1000.0), flags=int(e.flags),
             head=hot in (HEAD, BOTH) or hot not in (HEAD, TAIL, BOTH), tail=hot in (TAIL, BOTH),
             tail_length=finite(e.tail_length), time=finite(e.time, 0.5), colors=colors,
             alphas=np.array([finite(a) for a in e.segment_alphas], np.float64).reshape(3) / 255.0,
             scaling=np.array([finite(s) for s in e.segment_scaling], np.float64).reshape(3),
             intervals=np.stack([_interval(i) for i in (*e.head_intervals, *e.tail_intervals)]),
-            rows=max(int(e.rows), 1), columns=max(int(e.columns), 1), filter_mode=int(e.filter_mode),
+            rows=max(int(e.rows), 1), columns=max(int(e.columns), 1), filter_mode=mode,
             squirt=bool(e.squirt), priority_plane=int(e.priority_plane), texture_id=int(e.texture_id),
             replaceable_id=int(e.replaceable_id))
 
@@ -142,7 +150,7 @@ class Pre2Spec:
 def squirt_schedule(e: ParticleEmitter2, sequence, global_sequences) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(offsets ms, periods ms (0 = once), amounts) of a squirt emitter playing `sequence`.
 
-    See `options.PRE2_SQUIRT`: every KP2E key of the playing clock fires at offset + n period.
+    See `rules.PRE2_SQUIRT`: every KP2E key of the playing clock fires at offset + n period.
     """
     track = e.tracks.get("KP2E")
     offsets, periods, amounts = [], [], []
@@ -187,7 +195,7 @@ def fires(offsets, periods, a: float, b: float) -> np.ndarray:
 def atlas_cells(intervals: np.ndarray, factor: np.ndarray, cells: int) -> np.ndarray:
     """Cell index per particle from its interval row (n, 3) = (start, end, repeat) and factor in [0, 1].
 
-    Inclusive end (`options.PRE2_ATLAS_END`): count = |end - start| + 1 cells, stepping down when
+    Inclusive end (`rules.PRE2_ATLAS_END`): count = |end - start| + 1 cells, stepping down when
     end < start; index = floor(factor x count x repeat) mod count (repeat 0 counts as 1); the
     result is clamped to 0 .. cells - 1.
     """
@@ -204,17 +212,24 @@ class Pre2Emitter(EmitterState):
 
     kind = "PRE2"
 
-    def __init__(self, spec: Pre2Spec, rng: np.random.Generator, squirt, global_driven: bool):
+    def __init__(self, spec: Pre2Spec, key: int, squirt, global_driven: bool):
         self.spec = spec
-        self.rng = rng
+        self.key = key  # generator key (renderer.fx.rng)
         self.squirt = squirt  # (offsets, periods, amounts) or None
         self.global_driven = global_driven
         self.particles = ParticleBuffer(FIELDS)
-        self.accumulator = 0.0  # particle-milliseconds (1000 = one emission)
+        per = int(spec.head) + int(spec.tail)
+        self.cap = per_step_cap(MAX_LIVE, spec.lifespan_ms) // max(per, 1)  # emissions per step
         self.emitted = 0
 
-    def step(self, t_ms: float, prev_ms: float | None, world: np.ndarray, params: np.ndarray, playing: bool) -> None:
-        """Advance from prev_ms to t_ms (prev_ms None: the initial state at t = 0)."""
+    def squirted(self, t_ms: float) -> float:
+        """S(t): the schedule's amounts fired in [0, t]."""
+        return float(np.dot(fires(self.squirt[0], self.squirt[1], -1.0, t_ms), np.maximum(self.squirt[2], 0.0)))
+
+    def step(self, t_ms: float, prev_ms: float | None, step: int, world: np.ndarray, params: np.ndarray,
+             playing: bool) -> None:
+        """Advance from prev_ms to t_ms (prev_ms None: a simulation's first step), the step ending at
+        grid index `step`."""
         s = self.spec
         p = self.particles
         dt_ms = 0.0 if prev_ms is None else t_ms - prev_ms
@@ -224,25 +239,26 @@ class Pre2Emitter(EmitterState):
         if params[VISIBILITY] <= 0 or not (playing or self.global_driven) or s.lifespan_ms <= 0:
             return
         if self.squirt is not None:
-            a = -1.0 if prev_ms is None else prev_ms
-            amount = float(np.dot(fires(self.squirt[0], self.squirt[1], a, t_ms), self.squirt[2]))
-            self.accumulator += max(amount, 0.0) * 1000.0
+            if prev_ms is None:
+                total = self.squirted(t_ms) if t_ms == 0 else 0.0
+                n = math.floor(total) if math.isfinite(total) else self.cap
+            else:
+                hi, lo = self.squirted(t_ms), self.squirted(prev_ms)
+                n = math.floor(hi) - math.floor(lo) if math.isfinite(hi) and math.isfinite(lo) else self.cap
+            n = min(max(int(n), 0), self.cap)
+        elif prev_ms is None:
+            n = 0
         else:
-            self.accumulator += max(params[RATE] * PRE2_EMISSION_RATE_SCALE, 0.0) * dt_ms
-        n = int(self.accumulator // 1000.0)
-        if n <= 0:
-            return
-        self.accumulator -= n * 1000.0
+            n = emission_count(params[RATE] * PRE2_EMISSION_RATE_SCALE, t_ms, prev_ms, self.cap)
         per = int(s.head) + int(s.tail)
-        n = min(n, max(MAX_LIVE - len(p), 0) // max(per, 1))
         if n <= 0 or per == 0:
             return
-        self._spawn(n, per, t_ms, world, params)
+        self._spawn(n, per, step, t_ms, world, params)
 
-    def _spawn(self, n: int, per: int, t_ms: float, world: np.ndarray, params: np.ndarray) -> None:
+    def _spawn(self, n: int, per: int, step: int, t_ms: float, world: np.ndarray, params: np.ndarray) -> None:
         s = self.spec
         m = n * per
-        u = self.rng.random((m, UNIFORMS_PER_PARTICLE))
+        u = step_generator(self.key, step).random((m, UNIFORMS_PER_PARTICLE))
         local = np.empty((m, 3))
         local[:, 0] = s.pivot[0] + (u[:, 0] - 0.5) * params[LENGTH]
         local[:, 1] = s.pivot[1] + (u[:, 1] - 0.5) * params[WIDTH]

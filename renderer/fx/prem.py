@@ -8,12 +8,15 @@ age), 0x10000 EmitterUsesTGA (each particle is a camera-facing quad textured wit
 neither flag the path's extension decides (.mdl/.mdx: model, else texture).
 
 Each step: particles with age >= their lifespan are dropped; the rest move with exact
-constant-gravity integration; while KPEV > 0 and the clock plays, accumulator += rate x dt and each
-whole unit spawns one particle, drawing 2 uniforms (u0, u1) from the emitter's generator:
+constant-gravity integration; while KPEV > 0 and the clock plays, `window.emission_count` particles
+spawn (floor(rate t / 1000) - floor(rate (t - dt) / 1000), at most `window.per_step_cap(MAX_LIVE,
+life_bound)`), each drawing 2 uniforms (u0, u1) from the step's generator (`renderer.fx.rng`):
     theta = (2 u0 - 1) latitude, phi = (2 u1 - 1) longitude
     direction = Rz(phi) Ry(theta) +Z = (sin theta cos phi, sin theta sin phi, cos theta)
     p = W pivot, v = W3 direction x KPES, g = KPEG x |W3 e_z|
 and keeps W3 (the node's world rotation and scale at spawn) as the child instance's orientation.
+A particle's lifespan is KPEL at spawn, clamped to `PremSpec.life_bound_ms`: the largest |value| KPEL
+can take (`window.track_bound`), itself at most `window.MAX_LIFETIME_MS`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from renderer.fx.buffer import EmitterState, ParticleBuffer, integrate_ballistic
+from renderer.fx.params import finite
+from renderer.fx.rng import step_generator
+from renderer.fx.window import MAX_LIFETIME_MS, emission_count, per_step_cap, track_bound
 from renderer.model import ParticleEmitter
 
 USES_MDL = 0x8000
@@ -51,41 +57,44 @@ def uses_model(e: ParticleEmitter) -> bool:
 class PremSpec:
     index: int
     record: ParticleEmitter
-    object_id: int
+    node: int  # skeleton row of the emitter's node (`Skeleton.ids`)
     pivot: np.ndarray
     row: int
     model: bool  # child model instances (else textured quads)
+
+    @property
+    def life_bound_ms(self) -> float:
+        """The longest a particle of this emitter lives (see the module docstring)."""
+        e = self.record
+        return min(track_bound(e.tracks.get("KPEL"), finite(e.lifespan)) * 1000.0, MAX_LIFETIME_MS)
 
 
 class PremEmitter(EmitterState):
     kind = "PREM"
 
-    def __init__(self, spec: PremSpec, rng: np.random.Generator, global_driven: bool):
+    def __init__(self, spec: PremSpec, key: int, global_driven: bool):
         self.spec = spec
-        self.rng = rng
+        self.key = key  # generator key (renderer.fx.rng)
         self.global_driven = global_driven
         self.particles = ParticleBuffer(FIELDS, 16)
-        self.accumulator = 0.0
+        self.life_bound_ms = spec.life_bound_ms
+        self.cap = per_step_cap(MAX_LIVE, self.life_bound_ms)
         self.emitted = 0
 
-    def step(self, t_ms: float, prev_ms: float | None, world: np.ndarray, params: np.ndarray, playing: bool) -> None:
+    def step(self, t_ms: float, prev_ms: float | None, step: int, world: np.ndarray, params: np.ndarray,
+             playing: bool) -> None:
         p = self.particles
         dt_ms = 0.0 if prev_ms is None else t_ms - prev_ms
         if len(p):
             p.keep(t_ms - p["birth"] < p["life"])
         integrate_ballistic(p, dt_ms)
-        life_ms = params[LIFESPAN] * 1000.0
-        if params[VISIBILITY] <= 0 or not (playing or self.global_driven) or life_ms <= 0:
+        life_ms = min(params[LIFESPAN] * 1000.0, self.life_bound_ms)
+        if params[VISIBILITY] <= 0 or not (playing or self.global_driven) or not life_ms > 0 or prev_ms is None:
             return
-        self.accumulator += max(params[RATE], 0.0) * dt_ms
-        n = int(self.accumulator // 1000.0)
+        n = emission_count(params[RATE], t_ms, prev_ms, self.cap)
         if n <= 0:
             return
-        self.accumulator -= n * 1000.0
-        n = min(n, max(MAX_LIVE - len(p), 0))
-        if n <= 0:
-            return
-        u = self.rng.random((n, 2))
+        u = step_generator(self.key, step).random((n, 2))
         theta = (2.0 * u[:, 0] - 1.0) * params[LATITUDE]
         phi = (2.0 * u[:, 1] - 1.0) * params[LONGITUDE]
         direction = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], axis=1)

@@ -8,8 +8,9 @@ Per step, for each ribbon emitter (one `Trail` per emitter per model instance):
     are captured by the edges emitted now;
   * the trail advances to the step's stamp and emits only while KRVS > 0 (default 1), alpha > 0
     and the clock plays (a non-looping sequence past its end stops emitting);
-  * emissionRate x `options.RIBBON_EMISSION_RATE_SCALE` edges per second, lifespan seconds,
-    gravity along world -Z.
+  * emissionRate x `options.RIBBON_EMISSION_RATE_SCALE` edges per second, counted from the step's
+    times (`window.emission_count`, at most the trail's clamp of 2 per step), lifespan seconds
+    (clamped to `window.MAX_LIFETIME_MS`), gravity along world -Z.
 Hidden emitters (KRVS <= 0, alpha <= 0) still advance their trail (edges age and expire) but emit
 nothing. The fixed-step simulation advances every trail exactly once per step, so stamps never jump
 by more than `STEP_MS`: the trail's 250 ms stale rule only acts for callers that skip time.
@@ -28,7 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from renderer.fx.params import finite
-from renderer.fx.trail import Trail
+from renderer.fx.trail import ACCUMULATOR_CLAMP, Trail
+from renderer.fx.window import clamp_lifetime_ms, emission_count
 from renderer.model import RibbonEmitter
 from renderer.rules import RIBBON_EMISSION_RATE_SCALE
 
@@ -45,12 +47,17 @@ def statics(e: RibbonEmitter) -> dict:
 class RibbonSpec:
     index: int
     record: RibbonEmitter
-    object_id: int
+    node: int  # skeleton row of the emitter's node (`Skeleton.ids`)
     pivot: np.ndarray
     row: int
     rows: int
     columns: int
     material_id: int
+
+
+def lifetime_ms(e: RibbonEmitter) -> float:
+    """How long an edge of this emitter lives (the clamped lifespan)."""
+    return clamp_lifetime_ms(finite(e.lifespan) * 1000.0)
 
 
 class RibbonState:
@@ -62,8 +69,8 @@ class RibbonState:
         e = spec.record
         self.spec = spec
         self.global_driven = global_driven
-        self.trail = Trail(finite(e.lifespan), finite(e.emission_rate) * RIBBON_EMISSION_RATE_SCALE,
-                           finite(e.gravity))
+        self.trail = Trail(lifetime_ms(e) / 1000.0,
+                           finite(e.emission_rate) * RIBBON_EMISSION_RATE_SCALE, finite(e.gravity))
 
     def copy(self) -> RibbonState:
         other = RibbonState.__new__(RibbonState)
@@ -81,7 +88,9 @@ class RibbonState:
         alpha = params[cols["KRAL"]]
         color = params[cols["KRCO"]:cols["KRCO"] + 3]
         emit = params[cols["KRVS"]] > 0 and alpha > 0 and (playing or self.global_driven)
-        self.trail.advance(t_ms, above, below, color, alpha, emit)
+        prev = self.trail.stamp
+        count = 0 if prev is None else emission_count(self.trail.rate, t_ms, prev, int(ACCUMULATOR_CLAMP))
+        self.trail.advance(t_ms, above, below, color, alpha, emit, count)
 
     def vertices(self, params: np.ndarray, cols: dict) -> np.ndarray:
         """(2n, VERTEX_FLOATS) float32 triangle-strip vertices of the live strip (empty below 2 edges)."""

@@ -1,14 +1,16 @@
-"""Per-emitter random generators: seeded from the trace, never from the clock or the process.
+"""Counter-based random numbers for emitters: keyed by the trace and the step, never by history.
 
-Every emitter of every model instance draws from its own `numpy.random.Generator(PCG64(seed))` with
+Every emitter of every model instance has a 128-bit key
 
-    seed = int.from_bytes(sha256(text)[:16], "little"),
+    key = int.from_bytes(sha256(text)[:16], "little"),
     text = "modelfarm.fx.v1\\0<model hash>\\0<kind>\\0<index>\\0<instance seed>"
 
 where <model hash> is the trace's model content hash (hex), <kind> is "PRE2" or "PREM", <index> the
-emitter's position in its chunk and <instance seed> the frame spec's `instance_seed`. Draws happen
-in a fixed order (per step, per emitter in file order, per spawned particle a fixed number of
-uniforms), so the stream a particle sees depends only on the trace and its spawn step.
+emitter's position in its chunk and <instance seed> the frame spec's `instance_seed`. The particles an
+emitter spawns in the step ending at grid index k (t = k x STEP_MS; a last partial step to t uses
+k = ceil(t / STEP_MS)) draw from `numpy.random.Generator(Philox(key=key, counter=k << 64))`, a fixed
+number of uniforms per particle in spawn order. So those draws depend only on (trace, k), never on
+what was drawn in earlier steps: a simulation started anywhere before t sees the same numbers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import hashlib
 
 import numpy as np
 
-SEED_RULE = "sha256(modelfarm.fx.v1|model_hash|kind|index|instance_seed)[:16] -> PCG64"
+SEED_RULE = "sha256(modelfarm.fx.v1|model_hash|kind|index|instance_seed)[:16] -> Philox key, counter = step << 64"
 
 
 def emitter_seed(model_hash: str, kind: str, index: int, instance_seed: int) -> int:
@@ -25,12 +27,6 @@ def emitter_seed(model_hash: str, kind: str, index: int, instance_seed: int) -> 
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:16], "little")
 
 
-def generator(model_hash: str, kind: str, index: int, instance_seed: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(emitter_seed(model_hash, kind, index, instance_seed)))
-
-
-def copy_generator(gen: np.random.Generator) -> np.random.Generator:
-    """An independent generator in the same state (the original's stream is untouched)."""
-    bits = np.random.PCG64()
-    bits.state = gen.bit_generator.state
-    return np.random.Generator(bits)
+def step_generator(key: int, step: int) -> np.random.Generator:
+    """The generator of one emitter (key `emitter_seed(...)`) for the step ending at grid index `step`."""
+    return np.random.Generator(np.random.Philox(key=int(key), counter=int(step) << 64))

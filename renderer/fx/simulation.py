@@ -1,19 +1,25 @@
 """Fixed-step simulation of every effect of one model instance, and the per-renderer cache of them.
 
 Time: a simulation plays one sequence (or none) of one model instance and runs in fixed steps of
-`STEP_MS` from t = 0 (the sequence start, which is also the global-sequence origin under the time
-rule: global time = t mod D) up to the requested timestamp: full steps to the last multiple of
-`STEP_MS` at or before t, then one shorter step to t itself, taken on a copy of the state (copied
-generators included) so the stored state stays on the step grid. The state at t therefore depends
-only on (model content hash, sequence, instance seed, t), never on which timestamps were rendered
-before: a batch of increasing timestamps continues one stored simulation and gives exactly the
-bytes of separate renders; an earlier timestamp, another sequence or another instance seed starts
-(or picks up) another simulation. Models whose nodes follow the camera (billboards, camera
+`STEP_MS` on the grid k x STEP_MS (t = 0 is the sequence start, which is also the global-sequence
+origin under the time rule: global time = t mod D). It starts, empty, at the window start of the
+first timestamp asked of it (`renderer.fx.window`: t minus the longest lifetime of the model's
+emitters, rounded down to the grid, at least 0) and steps up to the requested timestamp: full steps
+to the last grid point at or before t, then one shorter step to t itself, taken on a copy of the
+state so the stored state stays on the grid. Nothing a step does depends on earlier steps
+(emission counts and random draws are functions of the step's times and index), and everything
+born before the window start is dead at t, so the state at t depends only on (model content hash,
+sequence, instance seed, t), never on which timestamps were rendered before or where the
+simulation started: a batch of timestamps continues one stored simulation while the next
+timestamp is ahead of it and its window start is not past it, and otherwise starts a fresh one at
+that timestamp's window start; either way the bytes are those of separate renders, and a frame at
+any t costs at most the window's steps. Models whose nodes follow the camera (billboards, camera
 anchors) also key their simulations by the view matrix.
 
 Each step (prev, t] samples every track at the step's clock (the animation module's time rule),
 computes the node world matrices, then steps the emitters in file order: PREM, PRE2, RIBB. See
-`pre2`, `prem`, `ribbons` and `trail` for the per-kind rules and `rng` for the seeds.
+`pre2`, `prem`, `ribbons` and `trail` for the per-kind rules, `window` for the window rule and
+`rng` for the generators.
 """
 
 from __future__ import annotations
@@ -23,16 +29,18 @@ from collections import OrderedDict
 import numpy as np
 
 from renderer import rules
-from renderer.anim.tracks import make_clock
+from renderer.anim.tracks import check_time, make_clock
 from renderer.fx import pre2, prem, ribbons
 from renderer.fx.params import ParamTable
-from renderer.fx.rng import SEED_RULE, generator
+from renderer.fx.rng import SEED_RULE, emitter_seed
+from renderer.fx.window import MAX_LIFETIME_MS, STEP_MS, grid_index, window_start
 from renderer.model import Model
 
-STEP_MS = 20  # 50 steps per simulated second; integer ms so step times are exact
 VIEW_FLAGS = 0x8 | 0x10 | 0x20 | 0x40 | 0x80  # billboarded, locked billboards, camera anchored
 
-FX_RULE = (f"fx-v1: fixed {STEP_MS} ms steps from t=0 (last partial step to t); {SEED_RULE}; "
+FX_RULE = (f"fx-v2: fixed {STEP_MS} ms steps from the window start max(0, floor((t - W) / {STEP_MS})) x {STEP_MS}, "
+           f"W = the longest lifetime (<= {MAX_LIFETIME_MS:g} ms), last partial step to t; emissions per step "
+           f"floor(r t) - floor(r prev); per-step caps; {SEED_RULE}; "
            f"PRE2 rate x{rules.PRE2_EMISSION_RATE_SCALE:g}; squirt={rules.PRE2_SQUIRT}; "
            f"atlas end {rules.PRE2_ATLAS_END}; ribbon rate x{rules.RIBBON_EMISSION_RATE_SCALE:g}")
 
@@ -56,38 +64,42 @@ class CompiledEffects:
         gs = tuple(int(d) for d in model.global_sequences)
         self.notes: list[str] = []
 
-        def node_ok(kind, i, record) -> bool:
+        def node_row(kind, i, record) -> int | None:
+            """The emitter's skeleton row, None when its object id is not its own."""
             oid = int(record.object_id)
-            if 0 <= oid < sk.count and sk.nodes[oid] is record:
-                return True
+            row = sk.index.get(oid)
+            if row is not None and sk.nodes[row] is record:
+                return row
             self.notes.append(f"{kind} {i} ({record.name!r}): its object id {oid} names no node of its own; "
                               f"not simulated")
-            return False
+            return None
 
         self.pre2_table = ParamTable(pre2.TAGS, gs)
         self.pre2: list[pre2.Pre2Spec] = []
         for i, e in enumerate(model.particle_emitters2):
-            if node_ok("PRE2", i, e):
+            if (node := node_row("PRE2", i, e)) is not None:
                 row = self.pre2_table.add_row(pre2.statics(e), e.tracks)
-                self.pre2.append(pre2.Pre2Spec.build(i, e, sk.pivots[e.object_id], row))
+                self.pre2.append(pre2.Pre2Spec.build(i, e, node, sk.pivots[node], row))
         self.prem_table = ParamTable(prem.TAGS, gs)
         self.prem: list[prem.PremSpec] = []
         for i, e in enumerate(model.particle_emitters):
-            if node_ok("PREM", i, e):
+            if (node := node_row("PREM", i, e)) is not None:
                 row = self.prem_table.add_row(prem.statics(e), e.tracks)
-                self.prem.append(prem.PremSpec(i, e, int(e.object_id), sk.pivots[e.object_id], row,
-                                               prem.uses_model(e)))
+                self.prem.append(prem.PremSpec(i, e, node, sk.pivots[node], row, prem.uses_model(e)))
         self.ribbon_table = ParamTable(ribbons.TAGS, gs)
         self.ribbons: list[ribbons.RibbonSpec] = []
         for i, e in enumerate(model.ribbon_emitters):
-            if node_ok("RIBB", i, e):
+            if (node := node_row("RIBB", i, e)) is not None:
                 row = self.ribbon_table.add_row(ribbons.statics(e), e.tracks)
-                self.ribbons.append(ribbons.RibbonSpec(i, e, int(e.object_id), sk.pivots[e.object_id], row,
+                self.ribbons.append(ribbons.RibbonSpec(i, e, node, sk.pivots[node], row,
                                                        max(int(e.rows), 1), max(int(e.columns), 1),
                                                        int(e.material_id)))
         for table in (self.pre2_table, self.prem_table, self.ribbon_table):
             table.freeze()
         self.global_sequences = gs
+        lifetimes = [s.lifespan_ms for s in self.pre2] + [s.life_bound_ms for s in self.prem]
+        lifetimes += [ribbons.lifetime_ms(s.record) for s in self.ribbons]
+        self.window_ms = max(lifetimes, default=0.0)  # the longest any particle or edge lives
         self.view_dependent = bool(np.any(sk.flags & VIEW_FLAGS)) if sk.count else False
         self.empty = not (self.pre2 or self.prem or self.ribbons)
 
@@ -96,7 +108,8 @@ class Simulation:
     """The effects of one model instance playing one sequence, stepped on the fixed grid."""
 
     def __init__(self, fx: CompiledEffects, animator, sequence: int | None, instance_seed: int, model_hash: str,
-                 view=None):
+                 view=None, start_ms: float = 0.0):
+        """A fresh simulation whose first step is at `start_ms` (a grid point)."""
         self.fx = fx
         self.model = fx.model
         self.sequence = sequence
@@ -109,15 +122,15 @@ class Simulation:
         self._duration = 0 if seq is None else max(int(seq.interval[1]) - int(seq.interval[0]), 0)
         gs = fx.global_sequences
         self.pre2 = [pre2.Pre2Emitter(
-            s, generator(model_hash, "PRE2", s.index, instance_seed),
+            s, emitter_seed(model_hash, "PRE2", s.index, instance_seed),
             pre2.squirt_schedule(s.record, seq, gs) if s.squirt else None,
             _global_driven(s.record, ("KP2E", "KP2V"), gs)) for s in fx.pre2]
-        self.prem = [prem.PremEmitter(s, generator(model_hash, "PREM", s.index, instance_seed),
+        self.prem = [prem.PremEmitter(s, emitter_seed(model_hash, "PREM", s.index, instance_seed),
                                       _global_driven(s.record, ("KPEE", "KPEV"), gs)) for s in fx.prem]
         self.ribbons = [ribbons.RibbonState(s, _global_driven(s.record, ("KRVS", "KRAL"), gs)) for s in fx.ribbons]
         self.steps = 0
-        self.t_ms = 0.0
-        self._step(animator, 0.0, None)
+        self.start_ms = self.t_ms = float(start_ms)
+        self._step(animator, self.t_ms, None)
 
     def playing(self, t_ms: float) -> bool:
         return self._looping or t_ms <= self._duration
@@ -139,13 +152,14 @@ class Simulation:
         p_prem = fx.prem_table.sample(clock)
         p_pre2 = fx.pre2_table.sample(clock)
         p_ribb = fx.ribbon_table.sample(clock)
+        k = grid_index(t_ms)
         for e in self.prem:
-            e.step(t_ms, prev_ms, world[e.spec.object_id], p_prem[e.spec.row], playing)
+            e.step(t_ms, prev_ms, k, world[e.spec.node], p_prem[e.spec.row], playing)
         for e in self.pre2:
-            e.step(t_ms, prev_ms, world[e.spec.object_id], p_pre2[e.spec.row], playing)
+            e.step(t_ms, prev_ms, k, world[e.spec.node], p_pre2[e.spec.row], playing)
         cols = fx.ribbon_table.columns
         for r in self.ribbons:
-            r.step(t_ms, world[r.spec.object_id], p_ribb[r.spec.row], cols, playing)
+            r.step(t_ms, world[r.spec.node], p_ribb[r.spec.row], cols, playing)
         self.world = world
         self.params = {"PRE2": p_pre2, "PREM": p_prem, "RIBB": p_ribb}
         self.t_ms = t_ms
@@ -176,7 +190,7 @@ class Effects:
         self._compiled: OrderedDict[int, CompiledEffects] = OrderedDict()
         self._sims: OrderedDict[tuple, Simulation] = OrderedDict()
         self.last_stats: dict = {}
-        self.restarts = 0  # simulations started from t = 0 (tests and benches read it)
+        self.restarts = 0  # fresh simulations started (tests and benches read it)
 
     def compiled(self, model: Model, animator) -> CompiledEffects:
         fx = self._compiled.get(id(model))
@@ -193,7 +207,8 @@ class Effects:
         """The effects of this model instance at t_ms, or None when the model has no emitter.
 
         The returned state is the stored simulation itself when t_ms is on the step grid: read it
-        (draw it) before the next call."""
+        (draw it) before the next call. t_ms must be 0 .. `renderer.anim.tracks.MAX_TIME_MS`."""
+        t_ms = check_time(t_ms)
         self.last_stats = {}
         fx = self.compiled(model, animator)
         if fx.empty:
@@ -201,8 +216,10 @@ class Effects:
         vkey = np.asarray(view, np.float64).tobytes() if fx.view_dependent else None
         key = (id(model), sequence, int(instance_seed), model_hash, vkey)
         sim = self._sims.get(key)
-        if sim is None or sim.model is not model or float(t_ms) < sim.t_ms:
-            sim = Simulation(fx, animator, sequence, instance_seed, model_hash, view if fx.view_dependent else None)
+        start = window_start(t_ms, fx.window_ms)
+        if sim is None or sim.model is not model or t_ms < sim.t_ms or sim.t_ms < start:
+            sim = Simulation(fx, animator, sequence, instance_seed, model_hash, view if fx.view_dependent else None,
+                             start)
             self._sims[key] = sim
             self.restarts += 1
         self._sims.move_to_end(key)
@@ -216,6 +233,6 @@ class Effects:
         self._compiled.pop(id(model), None)
 
     def reset(self) -> None:
-        """Drop every simulation (the next frame of any model starts from t = 0)."""
+        """Drop every simulation (the next frame of any model starts a fresh one)."""
         self._sims.clear()
         self._compiled.clear()

@@ -17,7 +17,9 @@ and an alpha). The rules:
   edge is emitted per whole unit. So an advance of at most 20 ms (the fx step) is never clamped and
   any authored rate is kept, while a hitch emits at most 2 edges more than a 20 ms advance would. An
   advance with `emit=False` (emitter hidden) neither accumulates nor emits. Edges emitted in one
-  advance share its stamp and the offered points.
+  advance share its stamp and the offered points. A caller that counts its own emissions (the MDX
+  ribbons, whose count comes from the step's times: `renderer.fx.window`) passes `count`: that many
+  edges (at most the clamp) are emitted and the accumulator is not used.
 * **History.** Colour and alpha are stored per edge when it is emitted: animating them later never
   repaints older parts of the strip.
 * **Gravity.** Live edges fall along world -Z: an edge of age a (seconds) is drawn
@@ -76,7 +78,7 @@ class Trail:
         self.lifespan_ms = self.lifespan_s * 1000.0
         self.rate = max(rate, 0.0)
         self.gravity = float(gravity) if np.isfinite(gravity) else 0.0
-        cap = int(min(self.rate * self.lifespan_s, 1e6)) + 4
+        cap = int(min(self.rate * self.lifespan_s, 1024)) + 4  # grows on demand (_append)
         self._above = np.zeros((cap, 3))
         self._below = np.zeros((cap, 3))
         self._color = np.zeros((cap, 3))
@@ -118,8 +120,9 @@ class Trail:
     # -- advancing ----------------------------------------------------------------------------
 
     def advance(self, stamp_ms: float, above, below, color=(1.0, 1.0, 1.0), alpha: float = 1.0,
-                emit: bool = True) -> int:
-        """Move to `stamp_ms`, offering the emitter's current edge. Returns the edges emitted."""
+                emit: bool = True, count: int | None = None) -> int:
+        """Move to `stamp_ms`, offering the emitter's current edge. Returns the edges emitted.
+        `count`: emit that many edges (clamped) instead of what the accumulator owes."""
         stamp_ms = float(stamp_ms)
         if self.stamp is not None and stamp_ms == self.stamp:
             return 0  # dt = 0: a redraw of the same time
@@ -135,12 +138,16 @@ class Trail:
         self._expire(stamp_ms)
         if not emit or self.rate <= 0.0 or self.lifespan_ms <= 0.0:
             return 0
-        cap = ACCUMULATOR_CLAMP * 1000.0 + self.rate * min(dt_ms, BURST_WINDOW_MS)
-        self.accumulator = min(self.accumulator + self.rate * dt_ms, cap)
-        n = int(self.accumulator // 1000.0)
+        if count is not None:  # counted by the caller (renderer.fx.window); the same anti-burst cap
+            cap = ACCUMULATOR_CLAMP + self.rate * min(dt_ms, BURST_WINDOW_MS) / 1000.0
+            n = int(min(max(count, 0), cap))
+        else:
+            cap = ACCUMULATOR_CLAMP * 1000.0 + self.rate * min(dt_ms, BURST_WINDOW_MS)
+            self.accumulator = min(self.accumulator + self.rate * dt_ms, cap)
+            n = int(self.accumulator // 1000.0)
+            self.accumulator -= n * 1000.0
         if n <= 0:
             return 0
-        self.accumulator -= n * 1000.0
         rows = self._append(n)
         self._above[rows] = np.asarray(above, np.float64)
         self._below[rows] = np.asarray(below, np.float64)

@@ -36,7 +36,10 @@ def read_node(r: Reader, node: Node) -> None:
 
 def write_node(node: Node, out: list) -> None:
     body: list = [encode_fixed(node.name, 80, "node name")]
-    body.append(NODE_IDS.pack(node.object_id, node.parent_id, node.flags))
+    # Ids are 32-bit patterns (u32 object id, i32 parent): a parent given as 2^31.. is written wrapped.
+    parent = int(node.parent_id) & 0xFFFFFFFF
+    body.append(NODE_IDS.pack(int(node.object_id) & 0xFFFFFFFF, parent - (1 << 32) if parent >> 31 else parent,
+                              node.flags))
     for t in node.node_tracks.values():
         write_track(t, body)
     body.append(node.node_extra)
