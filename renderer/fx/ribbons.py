@@ -9,7 +9,7 @@ Per step, for each ribbon emitter (one `Trail` per emitter per model instance):
   * the trail advances to the step's stamp and emits only while KRVS > 0 (default 1), alpha > 0
     and the clock plays (a non-looping sequence past its end stops emitting);
   * emissionRate x `options.RIBBON_EMISSION_RATE_SCALE` edges per second, counted from the step's
-    times (`window.emission_count`, at most the trail's clamp of 2 per step), lifespan seconds
+    times (`window.emission_count`, at most the trail's `burst_cap`), lifespan seconds
     (clamped to `window.MAX_LIFETIME_MS`), gravity along world -Z.
 Hidden emitters (KRVS <= 0, alpha <= 0) still advance their trail (edges age and expire) but emit
 nothing. The fixed-step simulation advances every trail exactly once per step, so stamps never jump
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from renderer.fx.params import finite
-from renderer.fx.trail import ACCUMULATOR_CLAMP, Trail
+from renderer.fx.trail import Trail, burst_cap
 from renderer.fx.window import clamp_lifetime_ms, emission_count
 from renderer.model import RibbonEmitter
 from renderer.rules import RIBBON_EMISSION_RATE_SCALE
@@ -89,7 +89,8 @@ class RibbonState:
         color = params[cols["KRCO"]:cols["KRCO"] + 3]
         emit = params[cols["KRVS"]] > 0 and alpha > 0 and (playing or self.global_driven)
         prev = self.trail.stamp
-        count = 0 if prev is None else emission_count(self.trail.rate, t_ms, prev, int(ACCUMULATOR_CLAMP))
+        count = 0 if prev is None else emission_count(self.trail.rate, t_ms, prev, burst_cap(self.trail.rate,
+                                                                                            t_ms - prev))
         self.trail.advance(t_ms, above, below, color, alpha, emit, count)
 
     def vertices(self, params: np.ndarray, cols: dict) -> np.ndarray:

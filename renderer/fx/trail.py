@@ -45,6 +45,13 @@ ACCUMULATOR_CLAMP = 2.0
 BURST_WINDOW_MS = 20.0  # at least renderer.fx.STEP_MS (tests pin it), so stepped advances never clamp
 
 
+def burst_cap(rate: float, dt_ms: float) -> int:
+    """The most edges one advance of `dt_ms` may emit at `rate` per second: what the rate owes over
+    min(dt, BURST_WINDOW_MS) plus ACCUMULATOR_CLAMP, so a steady rate is never cut and a jump in
+    time cannot burst."""
+    return int(ACCUMULATOR_CLAMP + max(rate, 0.0) * min(max(dt_ms, 0.0), BURST_WINDOW_MS) / 1000.0)
+
+
 @dataclass
 class Strip:
     """The live edges of a trail at its stamp, oldest first."""
@@ -139,8 +146,7 @@ class Trail:
         if not emit or self.rate <= 0.0 or self.lifespan_ms <= 0.0:
             return 0
         if count is not None:  # counted by the caller (renderer.fx.window); the same anti-burst cap
-            cap = ACCUMULATOR_CLAMP + self.rate * min(dt_ms, BURST_WINDOW_MS) / 1000.0
-            n = int(min(max(count, 0), cap))
+            n = int(min(max(count, 0), burst_cap(self.rate, dt_ms)))
         else:
             cap = ACCUMULATOR_CLAMP * 1000.0 + self.rate * min(dt_ms, BURST_WINDOW_MS)
             self.accumulator = min(self.accumulator + self.rate * dt_ms, cap)
