@@ -153,9 +153,10 @@ def pool_children(pid: int) -> set[int]:
     return out
 
 
-def test_killing_a_pool_process_mid_batch_loses_nothing(worker, samples):
+def test_killing_a_pool_process_mid_batch_loses_nothing(worker, samples, monkeypatch):
     from celery.result import AsyncResult
 
+    monkeypatch.setenv("FARM_BATCH_FRAMES", "1000")  # one long batch, to kill its process in the middle
     (samples / "slow.toml").write_text('name = "slow"\nsize = "128x128"\nsequences = ["Stand"]\nevery = 5\n'
                                        '[[models]]\npath = "models/crate.mdx"\n')
     outcome: dict = {}

@@ -7,6 +7,7 @@ from this environment's site-packages through a ``.pth`` line (which, unlike a s
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -34,7 +35,12 @@ def _run(cmd, cwd, env, timeout=300, check=True):
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", out, ROOT], cwd=ROOT,
+    # From a copy of the sources: setuptools builds in ./build and would carry whatever an earlier
+    # build left there (files since deleted from the tree) into this wheel.
+    src = tmp_path_factory.mktemp("src") / "modelfarm"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", "demo-out", ".pytest_cache", ".ruff_cache"))
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", out, src], cwd=src,
          env=os.environ.copy(), timeout=600)
     (found,) = out.glob("modelfarm-*.whl")
     return found

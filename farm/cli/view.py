@@ -11,7 +11,13 @@ from renderer.errors import FormatError
 from renderer.formats import load_model
 from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
 
-__all__ = ["add_parsers", "main"]
+__all__ = ["EXAMPLES", "add_parsers", "main"]
+
+EXAMPLES = {"view": [
+    "farm view maps/keep.w3x/war3mapImported/Footman.mdx",
+    "farm view Ghost.mdx --size 800x600 --assets ../textures",
+    'farm view crate.mdx --hidden --script "orbit 30 0; key s; quit"   # a scripted session: save one frame',
+]}
 
 KEYS_HELP = ("mouse: left drag orbit, right drag pan, wheel zoom; keys: [ ] or 1-9 sequence, space play/pause, "
              "left/right scrub, t team colour, b background, w wireframe, m missing-texture placeholder, l model "
@@ -39,11 +45,12 @@ def cmd_view(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    s = sub.add_parser("view", help="interactive preview window (glfw; needs a display)", epilog=KEYS_HELP)
-    s.add_argument("model")
+    s = sub.add_parser("view", help="interactive preview window (glfw; needs a display)", description=KEYS_HELP)
+    s.add_argument("model", help="model file (.mdx, .mdl, .model, .gbxmodel) or ARCHIVE:ENTRY")
     s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH of the frame and window, default 512x512")
     s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE", help="asset root (repeatable)")
-    s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES))
+    s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES),
+                   help=f"lighting rule (default {DEFAULT_LIGHTING})")
     s.add_argument("--out", default=".", help="folder for frames saved with s (default: the current folder)")
     s.add_argument("--script", help='steps instead of a user, e.g. "orbit 30 0; key s; quit" (farm/view/state.py'
                                     " parse_script)")
