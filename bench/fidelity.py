@@ -160,19 +160,78 @@ def ours(model, args):
     return frame.rgba, cam, seq
 
 
-def viewer_frame(browser, port: int, rel: str, cam, seq, args) -> np.ndarray:
+def viewer_frame(browser, port: int, rel: str, cam, seq, args, time_ms: int | None = None,
+                 step_ms: float = 0.0, alive: dict | None = None) -> np.ndarray:
+    """The viewer's frame; with `step_ms`, time advances from the sequence start in the viewer's own
+    steps (its emitters simulate) and `alive` receives its live particle and ribbon-edge counts."""
     from PIL import Image
 
     rgb = [int(args.background[i:i + 2], 16) / 255 for i in (1, 3, 5)]
     job = {"model": f"/m/{rel}", "size": args.size, "eye": list(cam.eye), "target": list(cam.target),
            "up": list(cam.up), "fov_deg": cam.fov_deg, "near": cam.near, "far": cam.far,
-           "sequence": -1 if seq is None else seq, "time_ms": args.time, "background": rgb}
+           "sequence": -1 if seq is None else seq, "time_ms": args.time if time_ms is None else time_ms,
+           "background": rgb, "step_ms": step_ms}
     browser.get(f"http://127.0.0.1:{port}/index.html#" + urllib.parse.quote(json.dumps(job)))
     out = browser.wait_for("return window.FIDELITY || null", timeout=args.timeout)
     if "error" in out:
         raise RuntimeError(out["error"])
     data = base64.b64decode(out["png"].split(",", 1)[1])
+    if alive is not None:
+        alive.update(out.get("alive") or {})
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
+
+
+VIEWER_STEP_MS = 1000 / 60  # the viewer advances time in frames of 1000/60 ms
+
+
+def image_stats(rgba: np.ndarray, background: str) -> tuple[float, np.ndarray]:
+    """(share of pixels that are not the background, their mean RGB)."""
+    bg = np.array([int(background[i:i + 2], 16) for i in (1, 3, 5)])
+    on = np.abs(rgba[..., :3].astype(int) - bg).max(axis=2) > 2
+    mean = rgba[..., :3][on].mean(axis=0) if on.any() else np.zeros(3)
+    return float(on.mean()), mean
+
+
+def particles(b, models: list[Path], args) -> int:
+    """Particle and ribbon frames differ by their random layout, so compare what can be compared: the
+    live particles and ribbon edges, and image statistics (covered share, mean colour), at a few times
+    of the first sequence, the viewer stepping 1000/60 ms frames and us our fixed 20 ms steps."""
+    from renderer.assets.search import AssetSearch, ModelLocation
+    from renderer.camera import resolve_camera
+    from renderer.formats import load_model
+    from renderer.frame import FrameSpec, Renderer, resolve_sequence
+
+    times = [int(t) for t in args.particle_times.split(",")]
+    print(f"{'model':<28}{'ms':>6}{'live ours':>11}{'viewer':>8}{'covered ours':>14}{'viewer':>8}"
+          f"{'mean RGB ours':>22}{'viewer':>18}")
+    for path in models:
+        path = Path(path).resolve()
+        model = load_model(path)
+        search = AssetSearch.for_model(ModelLocation.of(model))
+        server, port = serve(Path(args.bundle_path).resolve(), path.parent, search)
+        try:
+            seq = resolve_sequence(model, None)
+            cam = resolve_camera("auto", model, seq, 1.0)
+            for t in times:
+                with Renderer() as r:
+                    spec = FrameSpec(time_ms=t, width=args.size, height=args.size, background=args.background,
+                                     missing_textures="white", lighting=args.lighting)
+                    mine = r.render(model, spec).rgba
+                    ours_live = r.effects.last_stats.get("particles", 0) + r.effects.last_stats.get("ribbon_edges", 0)
+                alive: dict = {}
+                try:
+                    theirs = viewer_frame(b, port, path.name, cam, seq, args, t, VIEWER_STEP_MS, alive)
+                except Exception as e:  # noqa: BLE001 - the viewer failed on this model: report, go on
+                    print(f"{path.name:<28}{t:>6}  viewer failed: {str(e)[:120]}")
+                    break
+                (c1, m1), (c2, m2) = image_stats(mine, args.background), image_stats(theirs, args.background)
+                theirs_live = int(alive.get("particles", 0)) + int(alive.get("ribbons", 0))
+                print(f"{path.name[:27]:<28}{t:>6}{ours_live:>11}{theirs_live:>8}{c1:>14.3f}{c2:>8.3f}"
+                      f"{str(np.round(m1).astype(int)):>22}{str(np.round(m2).astype(int)):>18}")
+        finally:
+            server.shutdown()
+            server.server_close()
+    return 0
 
 
 def model_pixels(a: np.ndarray, b: np.ndarray, background: str) -> np.ndarray:
@@ -194,6 +253,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lighting", default="viewer", help="our lighting rule (renderer.rules.LIGHTING_RULES)")
     ap.add_argument("--out", type=Path, help="write ours / viewer PNGs here")
     ap.add_argument("--json", type=Path, help="write the results as JSON")
+    ap.add_argument("--particles", action="store_true", help="particle and ribbon models: live counts and image"
+                                                             " statistics over time instead of SSIM")
+    ap.add_argument("--particle-times", default="500,1000,2000,4000", help="ms of the first sequence to compare")
     args = ap.parse_args(argv)
 
     import browser as chromium
@@ -212,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     models = args.models or sorted((ROOT / "goldens" / "models").glob("*.mdx"))
     results = []
+    if args.particles:
+        args.bundle_path = bundle
+        with chromium.Browser(timeout=args.timeout) as b:
+            return particles(b, models, args)
     with chromium.Browser(timeout=args.timeout) as b:
         for path in models:
             path = Path(path).resolve()

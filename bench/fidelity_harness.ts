@@ -1,6 +1,9 @@
 // bench/fidelity.py's page script: renders one frame of one model with mdx-m3-viewer (bundled from
 // its source in a scratch folder, never committed) and leaves a PNG data URL in window.FIDELITY.
-// window.FIDELITY_JOB: {model, size, eye, target, up, fov_deg, near, far, sequence, time_ms, background}.
+// window.FIDELITY_JOB: {model, size, eye, target, up, fov_deg, near, far, sequence, time_ms, background,
+// step_ms}. With step_ms, time advances from the sequence start in steps of step_ms (the viewer's own
+// 1000/60 ms frames), so emitters simulate as they do in the viewer; FIDELITY.alive counts the live
+// particles and ribbon edges then.
 import ModelViewer from './viewer/src/viewer/viewer';
 import mdxHandler from './viewer/src/viewer/handlers/mdx/handler';
 import blpHandler from './viewer/src/viewer/handlers/blp/handler';
@@ -41,11 +44,23 @@ async function run(): Promise<void> {
   instance.setSequenceLoopMode(2);
   await viewer.whenAllLoaded();
   viewer.update(0);
-  instance.frame = (model.sequences[job.sequence]?.interval[0] ?? 0) + job.time_ms;
-  viewer.update(0);
+  if (job.step_ms) {
+    instance.frame = model.sequences[job.sequence]?.interval[0] ?? 0;
+    for (let t = 0; t < job.time_ms; t += job.step_ms) {  // the viewer's own loop: update, then draw
+      viewer.update(Math.min(job.step_ms, job.time_ms - t));
+      viewer.startFrame();
+      viewer.render();
+    }
+  } else {
+    instance.frame = (model.sequences[job.sequence]?.interval[0] ?? 0) + job.time_ms;
+    viewer.update(0);
+  }
+  const count = (list: any[]) => list.reduce((n, e) => n + (e.alive || 0), 0);
+  const alive = { particles: count(instance.particleEmitters2 || []) + count(instance.particleEmitters || []),
+                  ribbons: count(instance.ribbonEmitters || []) };
   viewer.startFrame();
   viewer.render();
-  window.FIDELITY = { png: canvas.toDataURL('image/png') };
+  window.FIDELITY = { png: canvas.toDataURL('image/png'), alive };
 }
 
 run().catch((e) => { window.FIDELITY = { error: String(e && e.stack || e) }; });
