@@ -188,3 +188,30 @@ def test_a_frame_with_placeholders_is_reported_and_not_approved_by_accident(map_
     assert "missing assets" in html and "Textures\\Glow.tga" in html
     assert main(["approve", "m1", "--all", "--allow-missing", "--out", str(out), "--goldens", str(goldens)]) == 0
     assert key in (goldens / "index.jsonl").read_text()
+
+
+def test_an_archive_without_a_listfile_is_named_and_read_with_one(map_tree, tmp_path, capsys):
+    mpq_build = pytest.importorskip("mpq_build")
+    why = mpq_build.have_tools()
+    if why:
+        pytest.skip(why)
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    mpq_build.build(map_tree / "maps" / "keep.w3x", packed / "keep.w3x", listfile=False)
+    names = tmp_path / "names.txt"
+    names.write_text("war3mapImported\\units\\crate.mdx\nTextures\\Crate.tga\n")
+    out = tmp_path / "t"
+    assert main(["thumbnails", str(packed), "--out", str(out), "--size", "32", "--sheet", "0", "--workers", "1",
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "warning:" in text and "keep.w3x" in text and "--listfile" in text, text
+    assert main(["thumbnails", str(packed), "--out", str(out), "--size", "32", "--sheet", "0", "--workers", "1",
+                 "--no-progress", "--listfile", str(names)]) == 0
+    index = json.loads((out / "index.json").read_text())
+    assert [m["id"] for m in index["models"]] == ["packed/keep.w3x:war3mapImported/units/crate.mdx"]
+    assert index["models"][0]["status"] == "done"
+    manifest = tmp_path / "job.toml"
+    manifest.write_text('size = "16x16"\ntimestamps = [0]\nsequences = ["Stand"]\nlistfile = "names.txt"\n'
+                        'models = ["packed/*.w3x:**/*.mdx"]\n')
+    job = run_job(manifest, out=tmp_path / "store", workers=1, broker="local", progress=False)
+    assert {t["status"] for t in job.traces.values()} == {"done"} and len(job.traces) == 1

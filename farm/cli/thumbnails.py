@@ -22,6 +22,7 @@ def cmd_thumbnails(args) -> int:
                             missing_textures=args.missing_textures, game=tuple(args.game))
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
+                                  listfile=args.listfile,
                                   progress=False if args.no_progress else None, force=args.force)
     except (ThumbnailError, StateLocked) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -50,6 +51,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
     s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
                    help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")
+    s.add_argument("--listfile", metavar="FILE", help="entry names (one a line) for map or MPQ archives that carry"
+                                                       " no (listfile), so their models can be listed")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last (installation folder, archives, extracted data)")
     s.add_argument("--missing-textures", choices=("checker", "white"), default="checker",

@@ -99,7 +99,7 @@ THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 # Render settings: allowed at the top level and in each [[models]] entry.
 SETTINGS = ("assets", "game", "lighting", "size", "msaa", "background", "camera", "team", "missing_textures", "missing",
             "sequences", "timestamps", "every", "thresholds")
-TOP_KEYS = ("name", "models", *SETTINGS)
+TOP_KEYS = ("name", "models", "listfile", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
 THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
 
@@ -510,7 +510,7 @@ def _trace_thresholds(ctx: _Ctx, table: dict) -> list[TraceThresholds]:
     return out
 
 
-def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path) -> list[Path]:
+def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path, listfile: str | None = None) -> list[Path]:
     if "path" in entry and "paths" in entry:
         raise ctx.error((*key, "paths"), f"{_where(key)} gives both 'path' and 'paths'; use one")
     if "path" in entry:
@@ -537,7 +537,7 @@ def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path) -> list[Path]:
             found = [str(Path(full).resolve())] if os.path.isfile(full) else []
         if split:  # models inside archives: "maps/*.w3x:**/*.mdx" (entries matched case-insensitively)
             try:
-                found = [s for a in found for s in list_models(a, split[1])]
+                found = [s for a in found for s in list_models(a, split[1], listfile=listfile)]
             except MpqError as e:
                 raise ctx.error(k, f"{_where(k)}: {e}") from None
         if not found:
@@ -590,11 +590,16 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
     if not isinstance(models, list) or not models or any(not isinstance(m, dict) for m in models):
         raise ctx.error(("models",), "'models' must be a list of paths/globs or an array of tables: "
                                      "write [[models]] with 'path' or 'paths'")
+    listfile = None
+    if "listfile" in data:  # entry names for archives without a (listfile), for "maps/*.w3x:**/*.mdx"
+        listfile = str((root / _str(ctx, ("listfile",), data["listfile"])).resolve())
+        if not Path(listfile).is_file():
+            raise ctx.error(("listfile",), f"'listfile' {data['listfile']!r} is not a file (looked for {listfile})")
     chosen: dict[Path, ModelPlan] = {}
     for i, entry in enumerate(models):
         key = ("models", i)
         _check_keys(ctx, entry, MODEL_KEYS, key, f"[[models]] #{i + 1}")
-        files = _model_files(ctx, key, entry, root)
+        files = _model_files(ctx, key, entry, root, listfile)
         own = _settings(ctx, entry, key, root)
         settings = {**defaults, **own}
         settings["assets"] = tuple(dict.fromkeys((*defaults.get("assets", ()), *own.get("assets", ()))))

@@ -166,8 +166,9 @@ def _entry(found: Found, rec: dict | None) -> dict:
 
 def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOptions | None = None,
                     broker: str | None = None, workers: int | None = None, progress: bool | None = None,
-                    force: bool = False) -> Summary:
-    """Thumbnails of every model under `roots` in `out` (see the module docstring)."""
+                    force: bool = False, listfile: str | Path | None = None) -> Summary:
+    """Thumbnails of every model under `roots` in `out` (see the module docstring); `listfile` names
+    the entries of archives that carry no (listfile) of their own."""
     opts = opts or ThumbnailOptions()
     opts.check()
     if not roots:
@@ -179,7 +180,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     summary = Summary(out, mode=mode(broker))
     try:
         listing_errors: list[str] = []
-        found = find_models(roots, exclude=[out], errors=listing_errors)
+        found = find_models(roots, exclude=[out], errors=listing_errors, listfile=listfile)
         for e in listing_errors:
             summary.listing_errors.append(e)
     except ValueError as e:
