@@ -328,17 +328,22 @@ def _summary_args(s) -> None:
     s.add_argument("--report-url", metavar="URL", help=REPORT_URL_HELP)
 
 
+def _comparison_args(s) -> None:
+    """What compare and report share: new traces, the summary's links, reuse, how many are listed."""
+    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
+    _summary_args(s)
+    s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
+    s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
+
+
 def add_parsers(sub) -> None:
     s = sub.add_parser("compare", help="compare a run with its goldens (exit 1 on failures and new traces)")
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
-    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
     s.add_argument("-o", "--output", "--report", dest="report", metavar="DIR",
                    help="write the HTML report, junit.xml and summary.md there (this command's output folder)")
     s.add_argument("--json", action="store_true", help="print the verdict, counts and each trace's status as JSON")
-    _summary_args(s)
-    s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
-    s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
+    _comparison_args(s)
     s.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo/--redo a decision)")
@@ -396,10 +401,7 @@ def add_parsers(sub) -> None:
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder")
     _run_args(s)
-    s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
-    _summary_args(s)
-    s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
-    s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
+    _comparison_args(s)
     s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
