@@ -267,3 +267,38 @@ def test_prem_textured_particles(tmp_path):
     frame = render(m, 1500, background="#000000")
     np.testing.assert_array_equal(frame.rgba[32, 32, :3], [0, 0, 255])
     assert renderer().effects.last_stats["particles"] == 1
+
+
+def emitting_child(tmp_path):
+    """Spark.mdx: no geometry, one PRE2 emitting a huge still red particle every second of its own time."""
+    e = static_pre2(1, (255, 0, 0), 255, filter_mode=0)  # red
+    return fx_model(tmp_path, "Spark", pre2s=[e], textures={"white.tga": white()})
+
+
+def test_a_prem_child_runs_its_own_emitters_at_its_age(tmp_path):
+    emitting_child(tmp_path)
+    e = prem(1, emission_rate=1.0, lifespan=10.0, speed=0.0, path="Spark.mdx")
+    m = load(fx_model(tmp_path, "spawner", prems=[e], textures={"white.tga": white()}))
+    # The child is born at 1000 ms; its own PRE2 spawns its first particle at its age 1000 ms.
+    young = render(m, 1500, background="#000000")  # child age 500: nothing of its own yet
+    assert renderer().effects.last_stats["children"] == 1 and young.rgba[..., :3].max() == 0
+    old = render(m, 2500, background="#000000")  # child age 1500: one red particle of its own
+    np.testing.assert_array_equal(old.rgba[32, 32, :3], [255, 0, 0])
+    # Batches equal separate renders, in any order (the child's effects depend on its age and seed only).
+    r = Renderer()
+    try:
+        batch = [r.render(m, FrameSpec(sequence=0, time_ms=t, width=64, height=64, camera=FRONT_CAMERA,
+                                       background="#000000")).rgba for t in (2500, 1500, 3100, 2500)]
+    finally:
+        r.close()
+    alone = [render(m, t, background="#000000").rgba for t in (2500, 1500, 3100)]
+    for got, want in zip(batch, [alone[0], alone[1], alone[2], alone[0]], strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_prem_children_of_different_particles_are_seeded_apart():
+    from renderer.fx.draw import child_seed
+
+    seeds = {child_seed(0, 1, ident) for ident in range(1000)}
+    assert len(seeds) == 1000 and child_seed(0, 1, 5) != child_seed(1, 1, 5) != child_seed(0, 2, 5)
+    assert child_seed(3, 4, 5) == child_seed(3, 4, 5)

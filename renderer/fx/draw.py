@@ -14,7 +14,7 @@ PREM textured particles use `path`; PREM child models are looked up like texture
 folder, then the asset roots, case-insensitively), trying the other of .mdl / .mdx as well; a child
 that cannot be found or loaded is reported once and not drawn. Child instances draw their geosets
 (posed from their own first sequence at the particle's age, placed by T(position) . W3 at spawn); a
-child's own emitters are not simulated.
+child's own emitters are simulated one level deep (`draw_effects`, `child_seed`).
 
 Lighting: particles and ribbons of shaded emitters / layers are lit as a surface facing world +Z at
 the origin under the frame's lighting rule (`renderer.rules.LightingRule.factor`; 1.0 for both named
@@ -24,6 +24,7 @@ rules); Unshaded ones are not. PREM child models are drawn under the frame's rul
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -50,6 +51,7 @@ class EffectResources:
         self.missing = missing
         self._textures: dict[tuple, int] = {}
         self._children: dict[int, object] = {}
+        self._child_fx: dict[int, tuple | None] = {}
         self._reported: set = set()
 
     def _note(self, key, where: str, message: str) -> None:
@@ -124,6 +126,18 @@ class EffectResources:
         self._children[spec.index] = child
         return child
 
+    def child_effects(self, spec, child):
+        """(an Effects cache, the child model's content hash) for simulating a PREM child's own
+        emitters, or None when the child model has none."""
+        if spec.index not in self._child_fx:
+            from renderer.fx.simulation import Effects  # the simulator, only for models whose children emit
+
+            has = bool(child.model.particle_emitters2 or child.model.particle_emitters or child.model.ribbon_emitters)
+            path = Path(child.model.path or "")
+            digest = hashlib.sha256(path.read_bytes() if path.is_file() else str(child.model.name).encode()).hexdigest()
+            self._child_fx[spec.index] = (Effects(capacity=256), digest) if has else None
+        return self._child_fx[spec.index]
+
     def delete(self) -> None:
         from OpenGL import GL
 
@@ -132,7 +146,7 @@ class EffectResources:
         for child in self._children.values():
             if child is not None:
                 child.delete()
-        self._textures, self._children = {}, {}
+        self._textures, self._children, self._child_fx = {}, {}, {}
 
 
 def _prem_quads(e, sim) -> np.ndarray:
@@ -149,11 +163,38 @@ def _prem_quads(e, sim) -> np.ndarray:
     return out
 
 
-def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program, palette, spec) -> dict:
-    """Draw the simulation's effects into the bound framebuffer; returns counts for tests/benches."""
+class _Placed:
+    """A camera seen from a child instance's model space: view . M, the same projection."""
+
+    def __init__(self, camera, matrix: np.ndarray):
+        self._camera, self._view = camera, np.asarray(camera.view(), np.float64) @ matrix
+
+    def view(self) -> np.ndarray:
+        return self._view
+
+    def projection(self, aspect: float) -> np.ndarray:
+        return self._camera.projection(aspect)
+
+
+def child_seed(instance_seed: int, emitter_index: int, identity: int) -> int:
+    """The instance seed of a PREM child's own emitters: from the parent instance, the PREM emitter
+    and the particle's identity (`PremEmitter.identities`), so a child's effects are the same
+    whichever frames, batches or processes render it."""
+    digest = hashlib.sha256(f"prem-child:{int(instance_seed)}:{int(emitter_index)}:{int(identity)}".encode())
+    return int.from_bytes(digest.digest()[:8], "little") >> 1
+
+
+def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program, palette, spec,
+                 depth: int = 0) -> dict:
+    """Draw the simulation's effects into the bound framebuffer; returns counts for tests/benches.
+
+    PREM child instances run their own animation and, one level deep (`depth` 0: a child's children
+    are drawn but their emitters are not simulated, which bounds the work), their own particles and
+    ribbons: each child's effects are simulated at its age with `child_seed`, in its own model space,
+    and drawn through its instance matrix."""
     from renderer.scene import _layer_texture, draw_model
 
-    stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0}
+    stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0, "child_particles": 0}
     if sim is None:
         return stats
     if getattr(gpu, "effects", None) is None:
@@ -173,12 +214,23 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
         if child is None:
             continue
         seq = 0 if child.model.sequences else None
-        for m, age in zip(e.instance_matrices(), e.ages_ms(t), strict=True):
-            cpose = child.animator.pose(seq, float(age), view)
-            cpose = dataclasses.replace(cpose, palettes=[np.einsum("ij,njk->nik", m, p) for p in cpose.palettes])
+        own = res.child_effects(e.spec, child) if depth == 0 else None
+        for m, age, ident in zip(e.instance_matrices(), e.ages_ms(t), e.identities(), strict=True):
+            local = child.animator.pose(seq, float(age), view)
+            cpose = dataclasses.replace(local, palettes=[np.einsum("ij,njk->nik", m, p) for p in local.palettes])
             draw_model(child, cpose, camera, aspect, model_program, palette, spec.lighting)
             stats["children"] += 1
             stats["draws"] += 1
+            if own is not None:
+                effects, digest = own
+                placed = _Placed(camera, m)
+                csim = effects.at(child.model, child.animator, seq, max(float(age), 0.0),
+                                  child_seed(sim.instance_seed, e.spec.index, int(ident)), digest, placed.view())
+                if csim is not None:
+                    cstats = draw_effects(csim, child, local, placed, aspect, programs, model_program, palette,
+                                          spec, depth=1)
+                    stats["child_particles"] += cstats["particles"] + cstats["ribbon_edges"]
+                    stats["draws"] += cstats["draws"]
 
     # 2. Particles and ribbons, by priority plane.
     items = []  # (plane, order, kind, payload)

@@ -120,3 +120,13 @@ class PremEmitter(EmitterState):
 
     def ages_ms(self, t_ms: float) -> np.ndarray:
         return t_ms - self.particles["birth"]
+
+    def identities(self) -> np.ndarray:
+        """A stable id per live particle: its spawn time (ms) x 4096 plus its rank among the particles
+        spawned in the same step. Rows keep their spawn order, and particles of one step share their
+        lifespan (KPEL at that step), so they die together and the ranks of the living never shift."""
+        birth = np.rint(self.particles["birth"]).astype(np.int64)
+        if len(birth) == 0:
+            return birth
+        _, first, inverse = np.unique(birth, return_index=True, return_inverse=True)
+        return birth * 4096 + (np.arange(len(birth)) - first[inverse])
