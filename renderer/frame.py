@@ -21,7 +21,15 @@ from renderer.camera import Camera, resolve_camera
 from renderer.errors import Diagnostic
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
-from renderer.rules import DEFAULT_LIGHTING, LIGHT_RULE, MAX_MODEL_LIGHTS, RENDER_RULE, check_lights, lighting_rule
+from renderer.rules import (
+    DEFAULT_LIGHTING,
+    EVENTS_MODES,
+    LIGHT_RULE,
+    MAX_MODEL_LIGHTS,
+    RENDER_RULE,
+    check_lights,
+    lighting_rule,
+)
 
 RENDERER_VERSION = "0.2"  # 0.2: the viewer's lighting rule by default, stored mip levels, HD slots, GEOA colour order
 
@@ -44,10 +52,13 @@ class FrameSpec:
     lighting: str = DEFAULT_LIGHTING  # a name in renderer.rules.LIGHTING_RULES
     lights: str = "off"  # off | model: the model's LITE lights shade it too (renderer.rules, "Model lights")
     wireframe: bool = False  # geosets as lines (glPolygonMode LINE; effects stay filled); farm view's w
+    events: str = "off"  # off | model: EVTS event visuals (renderer.fx.events; renderer.rules.EVENTS_MODES)
 
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
         check_lights(self.lights)
+        if self.events not in EVENTS_MODES:
+            raise ValueError(f"events must be one of {list(EVENTS_MODES)}, got {self.events!r}")
         check_time(self.time_ms)  # 0 .. renderer.anim.tracks.MAX_TIME_MS, finite
 
     def background_rgba(self) -> tuple[float, float, float, float]:
@@ -201,6 +212,8 @@ class Renderer:
                     _polygon_mode(False)
             if fx is not None:
                 self._draw_effects(fx, gpu, pose, camera, aspect, spec)
+            if spec.events == "model" and model.event_objects:
+                self._draw_events(gpu, pose, camera, aspect, spec)
             rgba = fb.read_rgba()
             granted = fb.granted_samples
         except BaseException:  # a frame that failed half-way: start the next one on a fresh framebuffer
@@ -241,6 +254,18 @@ class Renderer:
         if self._fb is not None:
             fb, self._fb = self._fb[1], None
             fb.delete()
+
+    def _draw_events(self, gpu, pose, camera, aspect, spec) -> None:
+        from renderer.fx.draw import EffectResources
+        from renderer.fx.events import draw_events
+        from renderer.gl.particles import EffectPrograms
+
+        if self._fx_programs is None:
+            self._fx_programs = EffectPrograms()
+        if getattr(gpu, "effects", None) is None:
+            gpu.effects = EffectResources(gpu, spec.assets, spec.team, spec.missing_textures)
+        self.last_events = draw_events(gpu, pose, camera, aspect, self._fx_programs, self._program, self._palette,
+                                       spec, gpu.effects)
 
     def _draw_effects(self, fx, gpu, pose, camera, aspect, spec) -> None:
         from renderer.fx.draw import draw_effects
@@ -297,7 +322,8 @@ class Renderer:
             "render_rule": RENDER_RULE,
             "gl": self.gl_info(),
         } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"}) | (
-            {"wireframe": True} if spec.wireframe else {})  # keys only when on: frames without them are as before
+            {"wireframe": True} if spec.wireframe else {}) | (
+            {"events": "model"} if spec.events != "off" else {})  # keys only when on: frames without them are as before
 
     def __enter__(self) -> Renderer:
         return self

@@ -163,6 +163,11 @@ LIGHT_DIRECTION_LOCAL = (0.0, 0.0, -1.0)
 # (visible or not, so the set does not change along a sequence); the rest are dropped with a diagnostic.
 MAX_MODEL_LIGHTS = 8
 LIGHTS_MODES = ("off", "model")
+# EVTS event visuals (renderer.fx.events): "off" by default. What they draw comes from the game's SLK
+# tables, which a run finds only when game data (or the tables) are among its assets: with "model" by
+# default, every frame of a model with events would change the day game data is added to a job, and
+# regression runs that predate event visuals would fail. A job asks for them with events = "model".
+EVENTS_MODES = ("off", "model")
 LIGHT_RULE = (f"lights-v1: model LITE nodes (max {MAX_MODEL_LIGHTS}, file order) added to the lighting rule's "
               "factor per channel; omni (C I clamp(N.L,0,1) + A AI) att, directional C I clamp(N.L,0,1) + A AI "
               "(local -Z), ambient A AI att; att linear from KLAS to KLAE; KLAV <= 0 off; static colours RGB, "

@@ -21,14 +21,16 @@ from farm.settings import (
     default_game,
 )
 from renderer.anim import UnknownSequence
+from renderer.assets.search import AssetSearch, ModelLocation
 from renderer.camera import CameraError
 from renderer.errors import FormatError
 from renderer.formats import load_model, save_model
 from renderer.formats.halo import format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
+from renderer.fx.events import resolve_events
 from renderer.png import write_png
-from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES, LIGHTS_MODES
+from renderer.rules import DEFAULT_LIGHTING, EVENTS_MODES, LIGHTING_RULES, LIGHTS_MODES
 from renderer.summary import format_text, summarize
 from renderer.texture_set import MISSING_MODES
 
@@ -66,11 +68,24 @@ def cmd_inspect(args) -> int:
     if Path(args.file).suffix.lower() == ".mdx" or Path(args.file).read_bytes()[:4] == b"MDLX":
         chunks = chunk_table(Path(args.file).read_bytes())
     summary = summarize(model, chunks)
+    events = _resolved_events(model, args) if model.event_objects else []
     if args.json:
-        print(json.dumps(summary, indent=2, sort_keys=True))
+        print(json.dumps({**summary, "events_resolved": events} if events else summary, indent=2, sort_keys=True))
     else:
         print(format_text(summary))
+        if events:
+            print(f"event codes ({len(events)}):")
+            for e in events:
+                what = e["resolved"] if e["resolved"] is not None else f"not resolved: {e['why']}"
+                print(f"  {e['name']}: {e['kind'] or '?'} {e['id']} -> {what}")
     return 0
+
+
+def _resolved_events(model, args) -> list[dict]:
+    """What each EVTS code names in the game's tables, found like textures (renderer.fx.events)."""
+    search = AssetSearch.for_model(ModelLocation.of(model), check_assets(args.assets, "--assets"),
+                                   check_game(args.game, "--game") if args.game else default_game())
+    return resolve_events(model, search)
 
 
 def _halo_options(args) -> dict:
@@ -142,13 +157,14 @@ def cmd_render(args) -> int:
                               missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
                               game=check_game(args.game, "--game") if args.game else default_game(),
                               lighting=check_lighting(args.lighting, "--lighting"))
+    extra = {"events": args.events} if args.events != "off" else {}
     stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     try:
         for i, t in enumerate(times):
             spec = settings.frame_spec(seq, t, stop_at)
-            if args.lights != "off" or args.wireframe:
-                spec = dataclasses.replace(spec, lights=args.lights, wireframe=args.wireframe)
+            if args.lights != "off" or args.wireframe or extra:
+                spec = dataclasses.replace(spec, lights=args.lights, wireframe=args.wireframe, **extra)
             try:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:
@@ -169,6 +185,10 @@ def add_parsers(sub) -> None:
     s.add_argument("file", help="the model file (.mdx, .mdl, .model, .gbxmodel)")
     s.add_argument("--json", action="store_true", help="print JSON with stable keys")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
+    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="asset roots where event tables (Splats\\*.slk) are looked for (repeatable)")
+    s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
+                   help="game data, for the event tables (default: $FARM_GAME_DIR)")
     _add_halo_options(s)
     s.set_defaults(func=cmd_inspect)
 
@@ -200,6 +220,9 @@ def add_parsers(sub) -> None:
                    help="model: the model's own LITE lights shade it too, on top of --lighting (renderer/rules.py,"
                         " 'Model lights'); default off")
     s.add_argument("--wireframe", action="store_true", help="draw the geosets as lines (what farm view's w shows)")
+    s.add_argument("--events", default="off", choices=EVENTS_MODES,
+                   help="model: draw EVTS event visuals (spawned models, splats; from the game's SLK tables, found"
+                        " like textures: --assets, --game); default off (renderer/rules.py, EVENTS_MODES)")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
                         " first), archives, or extracted data (default: $FARM_GAME_DIR)")
