@@ -164,3 +164,17 @@ def test_corpus_models_with_events_render_with_them():
     if not seen:
         pytest.skip("no corpus model with event objects")
     assert seen >= 3
+
+
+def test_a_spawned_model_runs_its_own_effects_from_the_event(tmp_path):
+    from fx_util import static_pre2
+
+    tables(tmp_path)
+    (tmp_path / "Splats" / "SpawnData.slk").write_text(slk([["Name", "Model"], ["TEST", "Sparks.mdx"]]))
+    fx_model(tmp_path, "Sparks", pre2s=[static_pre2(1, (255, 0, 0), 255, filter_mode=0)],
+             textures={"white.tga": white()})  # no geometry: one red particle a second of its own time
+    m = with_event(tmp_path, "SPNxTEST", frames=(500,))
+    early, _ = render(m, 1200, camera=FRONT_CAMERA)  # spawned 700 ms ago: no particle of its own yet
+    assert early.rgba[..., :3].max() == 0
+    late, _ = render(m, 2000, camera=FRONT_CAMERA)  # 1500 ms: its first particle
+    np.testing.assert_array_equal(late.rgba[32, 32, :3], [255, 0, 0])

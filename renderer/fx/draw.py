@@ -163,7 +163,7 @@ def _prem_quads(e, sim) -> np.ndarray:
     return out
 
 
-class _Placed:
+class PlacedCamera:
     """A camera seen from a child instance's model space: view . M, the same projection."""
 
     def __init__(self, camera, matrix: np.ndarray):
@@ -223,7 +223,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
             stats["draws"] += 1
             if own is not None:
                 effects, digest = own
-                placed = _Placed(camera, m)
+                placed = PlacedCamera(camera, m)
                 csim = effects.at(child.model, child.animator, seq, max(float(age), 0.0),
                                   child_seed(sim.instance_seed, e.spec.index, int(ident)), digest, placed.view())
                 if csim is not None:

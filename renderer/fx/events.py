@@ -12,8 +12,9 @@ KEVT frame f of the playing sequence with start <= f <= the clock's frame (a glo
 time for events driven by one), at age = frame - f:
 
 - SPN: the table's model, at the event node's world pivot, playing its first sequence at `age`
-  while age < that sequence's length (1 s without one); its own emitters and events are not run
-  (one level, which bounds the work).
+  while age < that sequence's length (1 s without one), with its own particles and ribbons from the
+  moment of the event (seeded from the event and its frame); its own events are not run, nor its
+  children's emitters (one level, which bounds the work).
 - SPL / FPT: a square on the ground plane (z = 0) under the node, half-size `Scale`, textured with
   `Dir\\file` (.blp), colour and alpha from Start* to Middle* over `Lifespan` seconds, then to End*
   over `Decay`; gone after both.
@@ -205,6 +206,7 @@ def _alpha_ramp(row: dict, kind: str, age_s: float) -> tuple[np.ndarray, float] 
 def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palette, spec, res) -> dict:
     """Draw the fired events of `gpu.model` (see the module docstring); `res` is the model's
     EffectResources (textures, spawned models). Returns counts."""
+    from renderer.fx.draw import PlacedCamera, child_seed, draw_effects  # the effects pass, for spawned models
     from renderer.fx.ribbons import VERTEX_FLOATS
     from renderer.scene import draw_model
 
@@ -231,8 +233,8 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
         pivot = np.asarray(model.pivots[oid], np.float64) if 0 <= oid < len(model.pivots) else np.zeros(3)
         at = (world @ np.append(pivot, 1.0))[:3]
         if ev.kind == "spawn":
-            child = res.child(SimpleNamespace(index=("event", ev.index), record=SimpleNamespace(path=_target(
-                "spawn", row))))
+            ref = SimpleNamespace(index=("event", ev.index), record=SimpleNamespace(path=_target("spawn", row)))
+            child = res.child(ref)
             if child is None:
                 continue
             seq = 0 if child.model.sequences else None
@@ -246,6 +248,15 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
             cpose = dataclasses.replace(local, palettes=[np.einsum("ij,njk->nik", place, p) for p in local.palettes])
             draw_model(child, cpose, camera, aspect, model_program, palette, spec.lighting)
             stats["spawned"] += 1
+            own = res.child_effects(ref, child)
+            if own is not None:  # its particles and ribbons, from the moment of the event, seeded by it
+                effects, digest = own
+                placed = PlacedCamera(camera, place)
+                csim = effects.at(child.model, child.animator, seq, ev.age_ms,
+                                  child_seed(spec.instance_seed, 1 << 20 | ev.index, int(ev.frame)), digest,
+                                  placed.view())
+                if csim is not None:
+                    draw_effects(csim, child, local, placed, aspect, programs, model_program, palette, spec, depth=1)
         elif ev.kind in ("splat", "ubersplat"):
             look = _alpha_ramp(row, ev.kind, ev.age_ms / 1000.0)
             if look is None:
