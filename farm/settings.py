@@ -46,7 +46,7 @@ from renderer.anim.tracks import MAX_TIME_MS  # the renderer refuses timestamps 
 from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.formats.textures.team import REFORGED_TEAMS
 from renderer.frame import FrameSpec
-from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
+from renderer.rules import DEFAULT_LIGHTING, EVENTS_MODES, LIGHTING_RULES, LIGHTS_MODES
 from renderer.texture_set import MISSING_MODES
 
 __all__ = [
@@ -64,7 +64,9 @@ __all__ = [
     "broker_url",
     "check_assets",
     "check_game",
+    "check_events",
     "check_lighting",
+    "check_lights",
     "check_missing_policy",
     "default_game",
     "check_background",
@@ -239,6 +241,23 @@ def check_lighting(value, name: str = "lighting") -> str:
     return value
 
 
+def check_mode(value, name: str, modes: tuple) -> str:
+    value = _str(value, name)
+    if value not in modes:
+        raise SettingError(f"{name} must be one of {', '.join(modes)}, not {value!r}")
+    return value
+
+
+def check_lights(value, name: str = "lights") -> str:
+    """Model lights (LITE): "off" or "model" (renderer.rules.LIGHTS_MODES)."""
+    return check_mode(value, name, LIGHTS_MODES)
+
+
+def check_events(value, name: str = "events") -> str:
+    """EVTS event visuals: "off" or "model" (renderer.rules.EVENTS_MODES)."""
+    return check_mode(value, name, EVENTS_MODES)
+
+
 def check_missing_policy(value, name: str = "missing") -> str:
     value = _str(value, name)
     if value not in MISSING_POLICIES:
@@ -260,6 +279,8 @@ class RenderSettings:
     assets: tuple = ()  # absolute folders or archives, searched in order after the model's own folders
     game: tuple = ()  # game data (an installation folder, archives, extracted folders), searched last
     lighting: str = DEFAULT_LIGHTING  # a rule of renderer.rules.LIGHTING_RULES
+    lights: str = "off"  # the model's LITE lights: off | model
+    events: str = "off"  # EVTS event visuals: off | model
 
     def __post_init__(self):
         w, h = check_size([self.width, self.height])
@@ -273,9 +294,11 @@ class RenderSettings:
         object.__setattr__(self, "assets", tuple(str(a) for a in self.assets))
         object.__setattr__(self, "game", tuple(str(a) for a in self.game))
         object.__setattr__(self, "lighting", check_lighting(self.lighting))
+        object.__setattr__(self, "lights", check_lights(self.lights))
+        object.__setattr__(self, "events", check_events(self.events))
 
     FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets", "game",
-              "lighting")
+              "lighting", "lights", "events")
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RenderSettings:
@@ -297,6 +320,9 @@ class RenderSettings:
             del d["game"]  # the form job files and Celery messages had before game data existed
         if self.lighting == DEFAULT_LIGHTING:
             del d["lighting"]  # likewise
+        for k in ("lights", "events"):
+            if d[k] == "off":
+                del d[k]  # likewise
         return d
 
     def replace(self, **changes) -> RenderSettings:
@@ -308,7 +334,7 @@ class RenderSettings:
         return FrameSpec(sequence=sequence, time_ms=int(time_ms), width=self.width, height=self.height,
                          camera=self.camera, team=self.team, msaa=self.msaa, background=self.background,
                          assets=tuple(self.assets), missing_textures=self.missing_textures, game=tuple(self.game),
-                         stop_at=stop_at, lighting=self.lighting)
+                         stop_at=stop_at, lighting=self.lighting, lights=self.lights, events=self.events)
 
 
 # --------------------------------------------------------------------------------------------

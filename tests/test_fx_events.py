@@ -178,3 +178,20 @@ def test_a_spawned_model_runs_its_own_effects_from_the_event(tmp_path):
     assert early.rgba[..., :3].max() == 0
     late, _ = render(m, 2000, camera=FRONT_CAMERA)  # 1500 ms: its first particle
     np.testing.assert_array_equal(late.rgba[32, 32, :3], [255, 0, 0])
+
+
+def test_a_job_can_ask_for_events_and_lights(tmp_path):
+    from farm.run.jobs import run_job
+
+    tables(tmp_path)
+    with_event(tmp_path, "SPLxTEST")
+    manifest = tmp_path / "job.toml"
+    manifest.write_text(f'size = "64x64"\ntimestamps = [1000]\ncamera = "{TOP}"\nbackground = "#000000"\n'
+                        'events = "model"\nlights = "model"\nmodels = ["evt.mdx"]\n')
+    job = run_job(manifest, out=tmp_path / "out", workers=1, broker="local", progress=False)
+    (key,) = job.traces
+    assert key.endswith("|lights=model|events=model") and job.traces[key]["status"] == "done"
+    from renderer.png import read_png
+
+    rgba, trace = read_png(job.store.read_image(job.traces[key]["digest"]))
+    assert tuple(rgba[32, 32, :3]) == (255, 0, 0) and trace["events"] == "model" and "lights" in trace

@@ -17,13 +17,16 @@ from farm.settings import RenderSettings, SettingError
     ("x.mdx", "Attack|2 %7C", 4_294_967_295, "1,2,3:0,0,0", 8192, 8192, 16, 27, "transparent", "checker"),
     ("y.mdx", "Stand", 0, "auto", 8, 8, 0, 0, "transparent", "white", "farm-v0"),
     ("z.mdx", "Stand", 0, "auto", 8, 8, 0, 0, "transparent", "checker", "farm-v0"),
+    ("w.mdx", "Stand", 0, "auto", 8, 8, 0, 0, "transparent", "white", "viewer", "model", "model"),
 ])
 def test_parse_key_inverts_trace_key(args):
     key = trace_key(*args)
     k = parse_key(key)
     assert (k.model, k.sequence, k.time_ms, k.camera, k.width, k.height, k.msaa, k.team, k.background,
-            k.missing_textures, k.lighting)[:len(args)] == args
-    assert ("lighting=" in key) == (len(args) == 11)  # the default rule is not spelled out: old keys stay
+            k.missing_textures, k.lighting, k.lights, k.events)[:len(args)] == args
+    # Defaults are not spelled out, so keys made before these settings existed stay the same.
+    assert ("lighting=" in key) == (len(args) >= 11 and args[10] != "viewer")
+    assert ("lights=model" in key) == (len(args) >= 12) and ("events=model" in key) == (len(args) >= 13)
     assert str(k) == key
     assert k.rest == key.split("|", 1)[1] and k.model == args[0]
 

@@ -186,7 +186,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
 
     def keys_for(seq_name, times):
         return [trace_key(plan.rel, seq_name, t, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
-                          rs.missing_textures, rs.lighting) for t in times]
+                          rs.missing_textures, rs.lighting, rs.lights, rs.events) for t in times]
 
     def provisional_times():
         return resolve_times(plan, 0) if plan.every is None else [0]

@@ -69,9 +69,11 @@ from farm.settings import (
     check_assets,
     check_background,
     check_camera,
+    check_events,
     check_game,
     check_int,
     check_lighting,
+    check_lights,
     check_missing_policy,
     check_missing_textures,
     check_msaa,
@@ -97,8 +99,8 @@ __all__ = [
 THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 
 # Render settings: allowed at the top level and in each [[models]] entry.
-SETTINGS = ("assets", "game", "lighting", "size", "msaa", "background", "camera", "team", "missing_textures", "missing",
-            "sequences", "timestamps", "every", "thresholds")
+SETTINGS = ("assets", "game", "lighting", "lights", "events", "size", "msaa", "background", "camera", "team",
+            "missing_textures", "missing", "sequences", "timestamps", "every", "thresholds")
 TOP_KEYS = ("name", "models", "listfile", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
 THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
@@ -467,7 +469,7 @@ def _settings(ctx: _Ctx, table: dict, key: tuple, root: Path) -> dict:
         s["width"], s["height"] = _setting(ctx, (*key, "size"), check_size, table["size"])
     for name, check in (("msaa", check_msaa), ("background", check_background), ("camera", check_camera),
                         ("team", check_team), ("missing_textures", check_missing_textures),
-                        ("lighting", check_lighting)):
+                        ("lighting", check_lighting), ("lights", check_lights), ("events", check_events)):
         if name in table:
             s[name] = _setting(ctx, (*key, name), check, table[name])
     if "sequences" in table:
