@@ -195,3 +195,21 @@ def test_a_job_can_ask_for_events_and_lights(tmp_path):
 
     rgba, trace = read_png(job.store.read_image(job.traces[key]["digest"]))
     assert tuple(rgba[32, 32, :3]) == (255, 0, 0) and trace["events"] == "model" and "lights" in trace
+
+
+def test_tables_and_splat_textures_come_from_game_data_too(tmp_path):
+    game = tmp_path / "war3-extracted"
+    game.mkdir()
+    tables(game)  # the tables and the splat texture live in the game data, not next to the model
+    models = tmp_path / "models"
+    models.mkdir()
+    m = with_event(models, "SPLxTEST")
+    r = Renderer()
+    try:
+        frame = r.render(m, FrameSpec(sequence=0, time_ms=1000, width=64, height=64, camera=TOP,
+                                      background="#000000", events="model", game=(str(game),)))
+    finally:
+        r.close()
+    np.testing.assert_array_equal(frame.rgba[32, 32, :3], [255, 0, 0])
+    found = {a["asked"]: a for a in frame.assets if a.get("found")}
+    assert "Splats\\SplatData.slk" in found and any("Mark" in k for k in found), sorted(found)

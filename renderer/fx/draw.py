@@ -66,7 +66,10 @@ class EffectResources:
             from renderer.texture_set import load_textures
 
             holder = Model(textures=[texture], path=self.model.path)
-            loaded = load_textures(holder, list(self.assets), self.team, self.missing)
+            # The model's own search (renderer.assets: map root, asset roots, game data), so effect
+            # textures are found like the model's and recorded with the frame's other lookups.
+            loaded = load_textures(holder, list(self.assets), self.team, self.missing,
+                                   search=getattr(self.gpu, "search", None))
             for d in loaded.diagnostics:
                 self.gpu.diagnostics.append(Diagnostic(where, d.offset, d.message))
             t = loaded.textures[0]
