@@ -213,3 +213,28 @@ def test_tables_and_splat_textures_come_from_game_data_too(tmp_path):
     np.testing.assert_array_equal(frame.rgba[32, 32, :3], [255, 0, 0])
     found = {a["asked"]: a for a in frame.assets if a.get("found")}
     assert "Splats\\SplatData.slk" in found and any("Mark" in k for k in found), sorted(found)
+
+
+def test_a_prem_child_in_game_data_is_found_and_recorded(tmp_path):
+    from fx_util import prem
+
+    from renderer.model import Layer as L
+    from renderer.model import Material as M
+
+    game = tmp_path / "game"
+    game.mkdir()
+    fx_model(game, "Spark", geosets=[quad(half=10.0)], materials=[M(layers=[L(filter_mode=0, texture_id=0,
+                                                                              shading_flags=0x1)])],
+             textures={"green.tga": white(rgba=(0, 255, 0, 255))})
+    models = tmp_path / "models"
+    models.mkdir()
+    e = prem(1, emission_rate=1.0, lifespan=10.0, speed=0.0, path="Spark.mdx")
+    m = load(fx_model(models, "spawner", prems=[e], textures={"white.tga": white()}))
+    r = Renderer()
+    try:
+        frame = r.render(m, FrameSpec(sequence=0, time_ms=1500, width=64, height=64, camera=FRONT_CAMERA,
+                                      background="#000000", game=(str(game),)))
+    finally:
+        r.close()
+    np.testing.assert_array_equal(frame.rgba[32, 32, :3], [0, 255, 0])
+    assert any(a.get("asked") == "Spark.mdx" and a.get("found") for a in frame.assets)

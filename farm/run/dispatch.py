@@ -19,9 +19,10 @@ __all__ = ["RUNNERS", "RunnerUnavailable", "mode", "run_batches"]
 class RunnerUnavailable(RuntimeError):
     """The runner cannot be reached (the broker stayed away longer than the client waits)."""
 
-# mode -> "module:function" with run_local's signature (job_id, batches, store, broker or workers,
-# on_result, progress), imported when used: a local run never loads Celery or its Redis client, and
-# the Celery client (which itself runs jobs, for the nightly task) is not imported by this module.
+# mode -> "module:function" taking (job_id, batches, store, where, on_result, progress), `where` being
+# the broker URL (celery) or the number of processes (local); imported when used: a local run never
+# loads Celery or its Redis client, and the Celery client (which itself runs jobs, for the nightly
+# task) is not imported by this module.
 RUNNERS = {
     "celery": "farm.celery.client:run_celery",
     "local": "farm.run.local:run_local",
@@ -41,4 +42,5 @@ def run_batches(job_id: str, batches: list, store, *, broker: str | None, worker
                 on_result: Callable[[BatchResult], None], progress=None) -> None:
     """Run `batches` for `job_id` on the runner `broker` names (see farm.settings.broker_url)."""
     broker = broker_url(broker)
-    _runner(mode(broker))(job_id, batches, store, broker if broker else workers, on_result, progress)
+    where = broker if broker else workers
+    _runner(mode(broker))(job_id, batches, store, where, on_result, progress)

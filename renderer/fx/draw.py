@@ -110,14 +110,21 @@ class EffectResources:
         if suffix in (".mdl", ".mdx"):
             candidates.append(path[: -len(suffix)] + (".mdx" if suffix == ".mdl" else ".mdl"))
         found = None
+        search = getattr(self.gpu, "search", None)
         for candidate in candidates:
-            found, _notes = resolver.resolve(candidate) if candidate else (None, [])
+            if not candidate:
+                continue
+            if search is not None:  # the model's own search: map root, asset roots (archives too), game data
+                asset = search.find(candidate, kind="child model")
+                found = asset.where if asset is not None else None
+            else:
+                found, _notes = resolver.resolve(candidate)
             if found is not None:
                 break
         child = None
         if found is None:
-            self._note(("child", spec.index), where, f"child model {path!r} was not found in the model's folder or "
-                                                     f"the asset roots; its particles are not drawn")
+            self._note(("child", spec.index), where, f"child model {path!r} was not found in the model's folders,"
+                                                     f" the asset roots or the game data; its particles are not drawn")
         else:
             try:
                 child = ModelGPU(load_model(found), self.assets, self.team, self.missing)
