@@ -79,6 +79,7 @@ __all__ = [
     "containing_root",
     "default_goldens",
     "default_out",
+    "redact_url",
     "env_int",
     "find_project",
     "project",
@@ -198,12 +199,17 @@ def check_camera(value, name: str = "camera") -> str:
     return value
 
 
-def check_missing_textures(value, name: str = "missing_textures") -> str:
+def check_mode(value, name: str, modes: tuple) -> str:
+    """One of a few named choices (`modes`), or SettingError listing them."""
     value = _str(value, name)
-    if value not in MISSING_MODES:
-        modes = " or ".join(f'"{m}"' for m in MISSING_MODES)
-        raise SettingError(f"{name} must be {modes}, not {value!r}")
+    if value not in modes:
+        allowed = " or ".join(f'"{m}"' for m in modes)
+        raise SettingError(f"{name} must be {allowed}, not {value!r}")
     return value
+
+
+def check_missing_textures(value, name: str = "missing_textures") -> str:
+    return check_mode(value, name, MISSING_MODES)
 
 
 def _is_archive(p: Path) -> bool:
@@ -235,17 +241,7 @@ def check_game(values, name: str = "game", base: str | Path | None = None) -> tu
 
 def check_lighting(value, name: str = "lighting") -> str:
     """A lighting rule by name (renderer.rules.LIGHTING_RULES; the default is the viewer's)."""
-    value = _str(value, name)
-    if value not in LIGHTING_RULES:
-        raise SettingError(f"{name} must be one of {', '.join(sorted(LIGHTING_RULES))}, not {value!r}")
-    return value
-
-
-def check_mode(value, name: str, modes: tuple) -> str:
-    value = _str(value, name)
-    if value not in modes:
-        raise SettingError(f"{name} must be one of {', '.join(modes)}, not {value!r}")
-    return value
+    return check_mode(value, name, tuple(sorted(LIGHTING_RULES)))
 
 
 def check_lights(value, name: str = "lights") -> str:
@@ -259,10 +255,7 @@ def check_events(value, name: str = "events") -> str:
 
 
 def check_missing_policy(value, name: str = "missing") -> str:
-    value = _str(value, name)
-    if value not in MISSING_POLICIES:
-        raise SettingError(f"{name} must be \"warn\" or \"fail\", not {value!r}")
-    return value
+    return check_mode(value, name, MISSING_POLICIES)
 
 
 @dataclass(frozen=True)
@@ -518,6 +511,11 @@ def default_goldens(environ: Mapping[str, str] | None = None) -> str | None:
         return env["FARM_GOLDENS"]
     proj = project()
     return proj.goldens if proj else None
+
+
+def redact_url(url: str | None) -> str | None:
+    """A broker URL fit to print or store: its password replaced by ***."""
+    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url) if url else url
 
 
 def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:

@@ -51,14 +51,19 @@ def test_frame_deadline_interrupts_python_and_names_the_budget():
         Budgets.from_env({"FARM_FRAME_TIME_LIMIT": "soon"})
 
 
+def budget_renderer(monkeypatch, **limits) -> None:
+    """Workers of this test's jobs render with tests/budget_renderer.py under these FARM_* limits."""
+    monkeypatch.setenv("FARM_RENDERER", "budget_renderer:factory")
+    for name, value in limits.items():
+        monkeypatch.setenv(name, str(value))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+
+
 def test_a_frame_over_its_time_or_memory_budget_fails_alone(models, tmp_path, monkeypatch):
     manifest = models / "job.toml"
     manifest.write_text('name = "budgets"\nsize = "32x32"\ntimestamps = [0, 100]\n'
                         '[[models]]\npaths = ["models/crate.mdx", "models/slow.mdx", "models/hog.mdx"]\n')
-    monkeypatch.setenv("FARM_RENDERER", "budget_renderer:factory")
-    monkeypatch.setenv("FARM_FRAME_TIME_LIMIT", "2")
-    monkeypatch.setenv("FARM_MEMORY_LIMIT_MB", "1024")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    budget_renderer(monkeypatch, FARM_FRAME_TIME_LIMIT=2, FARM_MEMORY_LIMIT_MB=1024)
     t0 = time.monotonic()
     job = run_job(manifest, out=tmp_path / "out", workers=1, broker="local", progress=False)
     took = time.monotonic() - t0
@@ -80,16 +85,13 @@ def test_a_worker_stuck_where_no_signal_reaches_is_stopped_and_its_batch_fails(m
     manifest = models / "stuck.toml"
     manifest.write_text('name = "stuck"\nsize = "16x16"\ntimestamps = [0]\n'
                         '[[models]]\npaths = ["models/crate.mdx", "models/stuck.mdx"]\n')
-    monkeypatch.setenv("FARM_RENDERER", "budget_renderer:factory")
-    monkeypatch.setenv("FARM_FRAME_TIME_LIMIT", "1")
-    monkeypatch.setenv("FARM_STALL_GRACE_S", "1")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
+    budget_renderer(monkeypatch, FARM_FRAME_TIME_LIMIT=1, FARM_STALL_GRACE_S=1)
     t0 = time.monotonic()
     job = run_job(manifest, out=tmp_path / "out", workers=2, broker="local", progress=False)
     took = time.monotonic() - t0
-    status = {k.split("|")[0]: (t["status"], t["error"]) for k, t in job.traces.items()}
-    assert {s for m, (s, _) in status.items() if m == "models/crate.mdx"} == {"done"}
-    stuck = [(s, e) for m, (s, e) in status.items() if m == "models/stuck.mdx"]
+    status = [(k.split("|")[0], t["status"], t["error"]) for k, t in job.traces.items()]  # every trace
+    assert {s for m, s, _ in status if m == "models/crate.mdx"} == {"done"}
+    stuck = [(s, e) for m, s, e in status if m == "models/stuck.mdx"]
     assert stuck and all(s == "failed" and "died 3 times" in e for s, e in stuck), stuck
     assert took < 90, f"{took:.0f} s"
 

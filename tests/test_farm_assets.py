@@ -38,6 +38,16 @@ def map_tree(tmp_path) -> Path:
     return tmp_path
 
 
+def packed_map(map_tree, folder, **kw):
+    """maps/keep.w3x packed with smpq into `folder`/keep.w3x (skips when the tools are missing)."""
+    mpq_build = pytest.importorskip("mpq_build")
+    why = mpq_build.have_tools()
+    if why:
+        pytest.skip(why)
+    folder.mkdir(exist_ok=True)
+    return mpq_build.build(map_tree / "maps" / "keep.w3x", folder / "keep.w3x", **kw)
+
+
 def _sidecar(job, key) -> dict:
     return job.store.read_sidecar(job.traces[key]["digest"])
 
@@ -78,14 +88,7 @@ def test_missing_fail_fails_those_frames(map_tree):
 
 
 def test_models_inside_map_archives_render_like_the_folder_form(map_tree, tmp_path):
-    mpq_build = pytest.importorskip("mpq_build")
-    why = mpq_build.have_tools()
-    if why:
-        pytest.skip(why)
-    folder = map_tree / "maps" / "keep.w3x"
-    packed = map_tree / "packed"
-    packed.mkdir()
-    mpq_build.build(folder, packed / "keep.w3x", map_header=True)
+    packed_map(map_tree, map_tree / "packed", map_header=True)
     folder_job = map_tree / "folder.toml"
     folder_job.write_text('name = "f"\nsize = "48x48"\ntimestamps = [0, "50%"]\nmodels = ["maps/**/*.mdx"]\n')
     archive_job = map_tree / "archive.toml"
@@ -154,13 +157,8 @@ def test_diff_names_the_inputs_that_changed_next_to_the_pixels(map_tree, capsys)
 
 
 def test_thumbnails_list_the_models_inside_map_archives(map_tree, tmp_path):
-    mpq_build = pytest.importorskip("mpq_build")
-    why = mpq_build.have_tools()
-    if why:
-        pytest.skip(why)
     packed = tmp_path / "packed"
-    packed.mkdir()
-    mpq_build.build(map_tree / "maps" / "keep.w3x", packed / "keep.w3x", map_header=True)
+    packed_map(map_tree, packed, map_header=True)
     summary = make_thumbnails([packed], tmp_path / "t", ThumbnailOptions(size=32, sheet=0), workers=1, progress=False)
     index = json.loads((tmp_path / "t" / "index.json").read_text())
     assert [m["id"] for m in index["models"]] == ["packed/keep.w3x:war3mapImported/units/crate.mdx"]
@@ -191,13 +189,8 @@ def test_a_frame_with_placeholders_is_reported_and_not_approved_by_accident(map_
 
 
 def test_an_archive_without_a_listfile_is_named_and_read_with_one(map_tree, tmp_path, capsys):
-    mpq_build = pytest.importorskip("mpq_build")
-    why = mpq_build.have_tools()
-    if why:
-        pytest.skip(why)
     packed = tmp_path / "packed"
-    packed.mkdir()
-    mpq_build.build(map_tree / "maps" / "keep.w3x", packed / "keep.w3x", listfile=False)
+    packed_map(map_tree, packed, listfile=False)
     names = tmp_path / "names.txt"
     names.write_text("war3mapImported\\units\\crate.mdx\nTextures\\Crate.tga\n")
     out = tmp_path / "t"

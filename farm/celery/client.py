@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Callable
 
@@ -20,7 +19,7 @@ from farm.celery.app import app
 from farm.celery.tasks import render_batch_task
 from farm.run.dispatch import RunnerUnavailable
 from farm.run.execute import BatchResult
-from farm.settings import env_int
+from farm.settings import env_int, redact_url
 
 __all__ = ["run_celery"]
 
@@ -36,13 +35,14 @@ class _Reconnecting:
     seconds, with one line when the connection is lost and one when it is back."""
 
     def __init__(self, broker: str | None, say: Callable[[str], None], budget_s: int):
-        self.broker = re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", broker or app.conf.broker_url or "")
+        self.broker = redact_url(broker or app.conf.broker_url or "")
         self.say = say
         self.budget_s = budget_s
-        self.lost_at: float | None = None
-        self.outages = 0
+        self.lost_at: float | None = None  # when the current outage began (None: connected)
+        self.reconnected = False  # an outage ended since the caller last looked (it clears this)
 
     def __call__(self, fn, *args, **kwargs):
+        attempt = 0
         while True:
             try:
                 result = fn(*args, **kwargs)
@@ -50,18 +50,19 @@ class _Reconnecting:
                 now = time.monotonic()
                 if self.lost_at is None:
                     self.lost_at = now
-                    self.outages += 1
                     self.say(f"lost the connection to the broker {self.broker} ({type(e).__name__}: {e});"
                              f" reconnecting for up to {self.budget_s} s")
                 if now - self.lost_at > self.budget_s:
                     raise RunnerUnavailable(f"the broker {self.broker} did not answer for {self.budget_s} s"
                                             f" (FARM_BROKER_RETRY_S); the batches sent are still queued there:"
                                             f" `farm retry JOB --pending` follows them again") from None
-                time.sleep(min(2.0, 0.25 * 2 ** min(self.outages, 3)))
+                attempt += 1
+                time.sleep(min(2.0, 0.25 * 2 ** attempt))  # 0.5, 1, 2, 2, ... s
                 continue
             if self.lost_at is not None:
                 self.say(f"reconnected to the broker after {time.monotonic() - self.lost_at:.1f} s")
                 self.lost_at = None
+                self.reconnected = True
             return result
 
 
@@ -111,7 +112,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
     try:
         while pending:
             metas = call(_states, list(pending))
-            if time.monotonic() - checked > STORE_CHECK_S or call.outages:
+            if time.monotonic() - checked > STORE_CHECK_S or call.reconnected:
                 # A batch whose result the backend lost (Redis restarted after the worker stored it,
                 # or before) still has its result in the store, written by the worker that ran it.
                 checked = time.monotonic()
@@ -123,7 +124,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
                         del pending[task_id]
                         metas.pop(task_id, None)
                         on_result(BatchResult.from_dict(found))
-                call.outages = 0
+                call.reconnected = False
             for task_id, meta in metas.items():
                 b = pending[task_id]
                 state = meta.get("status")

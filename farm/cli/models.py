@@ -156,15 +156,15 @@ def cmd_render(args) -> int:
                               camera=check_camera(args.camera, "--camera"), team=args.team,
                               missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
                               game=check_game(args.game, "--game") if args.game else default_game(),
-                              lighting=check_lighting(args.lighting, "--lighting"))
-    extra = {"events": args.events} if args.events != "off" else {}
+                              lighting=check_lighting(args.lighting, "--lighting"), lights=args.lights,
+                              events=args.events)
     stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     try:
         for i, t in enumerate(times):
             spec = settings.frame_spec(seq, t, stop_at)
-            if args.lights != "off" or args.wireframe or extra:
-                spec = dataclasses.replace(spec, lights=args.lights, wireframe=args.wireframe, **extra)
+            if args.wireframe:  # a look of farm view's, not a job setting
+                spec = dataclasses.replace(spec, wireframe=True)
             try:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:

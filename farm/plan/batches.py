@@ -31,7 +31,7 @@ DEFAULT_MAX_FRAMES = 200_000
 DEFAULT_BATCH_FRAMES = 48
 
 __all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
-           "max_frames", "model_digest", "read_model", "resolve_times", "sequence_label"]
+           "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_times", "sequence_label"]
 
 
 class TooManyFrames(ValueError):
@@ -192,8 +192,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
         return resolve_times(plan, 0) if plan.every is None else [0]
 
     try:
-        digest = model_digest(plan.path)
-        model = load(plan.path)
+        model, digest = read_model_and_digest(plan.path, load)
     except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
         selectors = [None] if plan.sequences == "all" else list(plan.sequences)
         for sel in selectors:
@@ -246,6 +245,14 @@ def model_digest(source: str) -> str:
     if split_source(source) is not None:
         return hashlib.sha256(read_source(source)).hexdigest()
     return file_digest(source)
+
+
+def read_model_and_digest(source: str, loader=None):
+    """(the model, the sha256 of its bytes). An archive entry is read once: its loader records the
+    digest of the bytes it decoded (`Model.location.digest`), so the entry is not decompressed twice."""
+    model = (loader or read_model)(source)
+    known = getattr(getattr(model, "location", None), "digest", None)
+    return model, (known if known and split_source(source) is not None else model_digest(source))
 
 
 def read_model(path: str):

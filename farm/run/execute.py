@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from farm.plan.batches import Batch, find_sequence, model_digest, read_model
+from farm.plan.batches import Batch, find_sequence, read_model_and_digest
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
@@ -214,6 +214,7 @@ def missing_names(assets: list[dict]) -> list[str]:
     """The names a frame asked for and did not find, from its asset records (renderer.assets)."""
     return list(dict.fromkeys(str(a.get("asked")) for a in assets if a.get("missing")))
 
+
 # Batches of other kinds, run by both runners exactly like frame batches: name -> "module:attribute"
 # (a BatchKind instance). Only names listed here run (the name comes from the batch, which may come
 # from a broker), imported when first used.
@@ -267,12 +268,12 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     if attempt > max_deliveries:
         return finish(kind.died_too_often(batch, attempt))
     try:
-        digest = model_digest(batch.model)
-        model = read_model(batch.model)
+        model, digest = read_model_and_digest(batch.model)
     except abort:
         raise
     except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure
-        return finish(f"{batch.model_rel}: {over_budget(e, budgets)}" if over_budget(e, budgets) else error_text(e))
+        budget = over_budget(e, budgets)
+        return finish(f"{batch.model_rel}: {budget}" if budget else error_text(e))
     try:
         work = kind.plan(batch, model, digest)
     except ValueError as e:
@@ -295,10 +296,10 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
             except GLContextError as e:
                 raise TransientError(f"GL failed in this process: {error_text(e)}") from e
             except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on (MemoryError too)
-                why = over_budget(e, budgets) or error_text(e)
-                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {why}", work))
+                budget = over_budget(e, budgets)
+                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {budget or error_text(e)}", work))
                 failed += 1
-                if over_budget(e, budgets):  # what it built may be half made: start the model afresh
+                if budget:  # what it built may be half made: start the model afresh
                     _forget(renderer, model)
             if on_frame:
                 on_frame(len(frames), total, failed)

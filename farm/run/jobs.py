@@ -31,7 +31,7 @@ from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_m
 from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
-from farm.settings import broker_url, default_out
+from farm.settings import broker_url, default_out, redact_url
 from farm.store import Store, open_store
 
 __all__ = ["JobError", "JobState", "retry_job", "run_job", "status_text"]
@@ -46,10 +46,6 @@ class JobError(RuntimeError):
 
 def _now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-def _redact(url: str | None) -> str | None:
-    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url) if url else url
 
 
 class JobState:
@@ -211,7 +207,7 @@ def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: i
     # Longest batches first, so the last ones to finish are short (less idle time at the end).
     batches = sorted(batches, key=lambda b: (-len(b.keys), b.model_rel, b.id))
     frames = sum(len(b.keys) for b in batches)
-    run = {"mode": mode(broker), "broker": _redact(broker), "workers": workers,
+    run = {"mode": mode(broker), "broker": redact_url(broker), "workers": workers,
            "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
     job.data["runs"].append(run)
     job.dispatched(batches)

@@ -215,12 +215,13 @@ class ViewState:
     def settings(self) -> RenderSettings:
         return RenderSettings(width=self.width, height=self.height, background=self.background,
                               camera=self.camera_spec(), team=self.team, missing_textures=self.missing_textures,
-                              assets=tuple(self.assets), game=default_game(), lighting=self.lighting)
+                              assets=tuple(self.assets), game=default_game(), lighting=self.lighting,
+                              lights=self.lights)
 
     def frame_spec(self) -> FrameSpec:
         """The FrameSpec `farm render` builds from `command(...)` (same settings, same stop root)."""
         spec = self.settings().frame_spec(self.sequence, self.time_ms, containing_root(self.model, self.assets))
-        return replace(spec, lights=self.lights, wireframe=self.wireframe)
+        return replace(spec, wireframe=self.wireframe) if self.wireframe else spec
 
     def command(self, output: str) -> list[str]:
         """The `farm render` arguments that draw this state's frame into `output`."""
