@@ -23,10 +23,10 @@ from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
 from renderer.rules import (
     DEFAULT_LIGHTING,
-    EVENTS_MODES,
     LIGHT_RULE,
     MAX_MODEL_LIGHTS,
     RENDER_RULE,
+    check_events,
     check_lights,
     lighting_rule,
 )
@@ -57,8 +57,7 @@ class FrameSpec:
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
         check_lights(self.lights)
-        if self.events not in EVENTS_MODES:
-            raise ValueError(f"events must be one of {list(EVENTS_MODES)}, got {self.events!r}")
+        check_events(self.events)
         check_time(self.time_ms)  # 0 .. renderer.anim.tracks.MAX_TIME_MS, finite
 
     def background_rgba(self) -> tuple[float, float, float, float]:
@@ -262,10 +261,8 @@ class Renderer:
 
         if self._fx_programs is None:
             self._fx_programs = EffectPrograms()
-        if getattr(gpu, "effects", None) is None:
-            gpu.effects = EffectResources(gpu, spec.assets, spec.team, spec.missing_textures)
         self.last_events = draw_events(gpu, pose, camera, aspect, self._fx_programs, self._program, self._palette,
-                                       spec, gpu.effects)
+                                       spec, EffectResources.of(gpu, spec))
 
     def _draw_effects(self, fx, gpu, pose, camera, aspect, spec) -> None:
         from renderer.fx.draw import draw_effects

@@ -174,11 +174,20 @@ LIGHT_RULE = (f"lights-v1: model LITE nodes (max {MAX_MODEL_LIGHTS}, file order)
               "KLAC/KLBC BGR")
 
 
+def _check_mode(what: str, mode: str, modes: tuple) -> str:
+    if mode not in modes:
+        raise ValueError(f"{what} must be one of {list(modes)}, got {mode!r}")
+    return mode
+
+
 def check_lights(mode: str) -> str:
     """`mode` when it is a known lights mode; ValueError naming them otherwise."""
-    if mode not in LIGHTS_MODES:
-        raise ValueError(f"lights must be one of {list(LIGHTS_MODES)}, got {mode!r}")
-    return mode
+    return _check_mode("lights", mode, LIGHTS_MODES)
+
+
+def check_events(mode: str) -> str:
+    """`mode` when it is a known event-visuals mode; ValueError naming them otherwise."""
+    return _check_mode("events", mode, EVENTS_MODES)
 
 
 def light_attenuation(distance: float, start: float, end: float) -> float:

@@ -54,6 +54,13 @@ class EffectResources:
         self._child_fx: dict[int, tuple | None] = {}
         self._reported: set = set()
 
+    @classmethod
+    def of(cls, gpu, spec) -> EffectResources:
+        """The model's resources (made on first use, kept on its ModelGPU), for effects and events alike."""
+        if getattr(gpu, "effects", None) is None:
+            gpu.effects = cls(gpu, spec.assets, spec.team, spec.missing_textures)
+        return gpu.effects
+
     def _note(self, key, where: str, message: str) -> None:
         if key not in self._reported:
             self._reported.add(key)
@@ -207,9 +214,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
     stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0, "child_particles": 0}
     if sim is None:
         return stats
-    if getattr(gpu, "effects", None) is None:
-        gpu.effects = EffectResources(gpu, spec.assets, spec.team, spec.missing_textures)
-    res = gpu.effects
+    res = EffectResources.of(gpu, spec)
     model = gpu.model
     view = camera.view()
     projection = camera.projection(aspect)

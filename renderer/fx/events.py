@@ -227,8 +227,8 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
         if row is None:
             res._note(("event", ev.index), where, f"event {e.name!r}: {why}; nothing drawn")
             continue
-        r = skeleton.index.get(int(e.object_id)) if hasattr(skeleton, "index") else None
-        world = pose.node_matrices[r] if r is not None and r < len(pose.node_matrices) else np.eye(4)
+        r = skeleton.index.get(int(e.object_id))
+        world = pose.node_matrices[r] if r is not None else np.eye(4)
         oid = int(e.object_id)
         pivot = np.asarray(model.pivots[oid], np.float64) if 0 <= oid < len(model.pivots) else np.zeros(3)
         at = (world @ np.append(pivot, 1.0))[:3]
@@ -253,6 +253,7 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
                 effects, digest = own
                 placed = PlacedCamera(camera, place)
                 csim = effects.at(child.model, child.animator, seq, ev.age_ms,
+                                  # emitter index 2^20 + i: an event, never one of the model's PREM emitters
                                   child_seed(spec.instance_seed, 1 << 20 | ev.index, int(ev.frame)), digest,
                                   placed.view())
                 if csim is not None:
