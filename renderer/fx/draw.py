@@ -105,28 +105,19 @@ class EffectResources:
             return self._children[spec.index]
         from renderer.errors import FormatError
         from renderer.formats import load_model
-        from renderer.formats.textures import TextureResolver
         from renderer.scene import ModelGPU
 
         where = f"PREM {spec.index}"
         path = str(spec.record.path)
-        model_dir = Path(self.model.path).parent if self.model.path else Path(".")
-        resolver = TextureResolver([Path(r) for r in self.assets], model_dir)
         candidates = [path]
         suffix = PurePosixPath(path.replace("\\", "/")).suffix.lower()
         if suffix in (".mdl", ".mdx"):
             candidates.append(path[: -len(suffix)] + (".mdx" if suffix == ".mdl" else ".mdl"))
         found = None
-        search = getattr(self.gpu, "search", None)
-        for candidate in candidates:
-            if not candidate:
-                continue
-            if search is not None:  # the model's own search: map root, asset roots (archives too), game data
-                asset = search.find(candidate, kind="child model")
-                found = asset.where if asset is not None else None
-            else:
-                found, _notes = resolver.resolve(candidate)
-            if found is not None:
+        for candidate in candidates:  # the model's own search: map root, asset roots (archives too), game data
+            asset = self.gpu.search.find(candidate, kind="child model") if candidate else None
+            if asset is not None:
+                found = asset.where
                 break
         child = None
         if found is None:
