@@ -7,6 +7,7 @@ import sys
 from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.state import StateLocked
+from renderer.texture_set import MISSING_MODES
 
 __all__ = ["EXAMPLES", "add_parsers"]
 
@@ -55,7 +56,7 @@ def add_parsers(sub) -> None:
                                                        " no (listfile), so their models can be listed")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last (installation folder, archives, extracted data)")
-    s.add_argument("--missing-textures", choices=("checker", "white"), default="checker",
+    s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker",
                    help="what a texture that cannot be found is drawn as (default checker)")
     s.add_argument("--force", action="store_true", help="render every model, even those up to date")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")

@@ -22,21 +22,19 @@ import math
 import shlex
 from dataclasses import dataclass, field, replace
 
-from farm.settings import RenderSettings, containing_root, default_game
+from farm.settings import MAX_TEAM, RenderSettings, containing_root, default_game
 from renderer.camera import AUTO_FOV_DEG, resolve_camera
 from renderer.frame import FrameSpec
 from renderer.model import Model
-from renderer.rules import DEFAULT_LIGHTING
+from renderer.rules import DEFAULT_LIGHTING, LIGHTS_MODES
+from renderer.texture_set import MISSING_MODES
 
 ORBIT_DEG_PER_PX = 0.5
 ZOOM_PER_CLICK = 0.9  # distance x this per wheel click towards the model
 SCRUB_MS = 50
 PITCH_LIMIT = 89.0
 CAMERA_DECIMALS = 4
-TEAMS = 28
 BACKGROUNDS = ("transparent", "#000000", "#808080", "#ffffff")
-MISSING = ("checker", "white")
-LIGHTS = ("off", "model")
 SEQUENCE_KEYS = {str(d): (d - 1) % 10 for d in range(10)}  # "1" -> 0 .. "9" -> 8, "0" -> 9
 
 
@@ -174,15 +172,15 @@ class ViewState:
         elif name == "right":
             self.scrub(SCRUB_MS)
         elif name == "t":
-            self.team = (self.team + 1) % TEAMS
+            self.team = (self.team + 1) % (MAX_TEAM + 1)
         elif name == "b":
             self.background = _next(BACKGROUNDS, self.background)
         elif name == "w":
             self.wireframe = not self.wireframe
         elif name == "m":
-            self.missing_textures = _next(MISSING, self.missing_textures)
+            self.missing_textures = _next(MISSING_MODES, self.missing_textures)
         elif name == "l":
-            self.lights = _next(LIGHTS, self.lights)
+            self.lights = _next(LIGHTS_MODES, self.lights)
         elif name == "r" and self.home:
             self.target, self.yaw, self.pitch, self.distance = self.home
         elif name == "s":
