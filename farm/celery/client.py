@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 
 import redis.exceptions
+from celery import states
 from celery.result import AsyncResult
 from kombu.exceptions import OperationalError
 
@@ -117,7 +118,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
                 # or before) still has its result in the store, written by the worker that ran it.
                 checked = time.monotonic()
                 for task_id, b in list(pending.items()):
-                    if metas.get(task_id, {}).get("status") in ("SUCCESS", "FAILURE", "REVOKED"):
+                    if metas.get(task_id, {}).get("status") in states.READY_STATES:
                         continue
                     found = store.read_batch_result(job_id, b.id)
                     if found and len(found.get("frames", ())) == len(b.keys):

@@ -179,10 +179,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     broker = broker_url(broker)
     summary = Summary(out, mode=mode(broker))
     try:
-        listing_errors: list[str] = []
-        found = find_models(roots, exclude=[out], errors=listing_errors, listfile=listfile)
-        for e in listing_errors:
-            summary.listing_errors.append(e)
+        found = find_models(roots, exclude=[out], errors=summary.listing_errors, listfile=listfile)
     except ValueError as e:
         raise ThumbnailError(str(e)) from None
     root_folders = [Path(r).absolute() for r in roots]
