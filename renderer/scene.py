@@ -11,12 +11,15 @@ Geosets of HD materials carry tangents: TANG, or generated from UV set 0 (`rende
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from renderer import blending, hd
 from renderer.errors import Diagnostic
+from renderer.gl.calls import check
 from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
-from renderer.gl.state import apply_state
+from renderer.gl.state import StateCache
 from renderer.hd import is_hd
 from renderer.model import Model
 from renderer.rules import DEFAULT_LIGHTING, HD_NEUTRAL, HD_SLOTS, lighting_rule
@@ -51,6 +54,7 @@ class ModelGPU:
         self.neutral = {slot: upload_texture(np.array([[rgba]], np.uint8), True, True, mipmaps="none")
                         for slot, rgba in HD_NEUTRAL.items()}
         self.order = draw_order(model)
+        self.passes = layer_passes(model, self.animator, self.order)
         self.effects = None  # renderer.fx.draw.EffectResources: particle textures, PREM child models
 
     def delete(self) -> None:
@@ -80,21 +84,20 @@ def _tangents(model: Model, g, tris):
     return generate_tangents(g.vertices, g.normals, uv, tris)
 
 
-def _bind_hd_slots(gpu: ModelGPU, pose, loc, material_id: int, li: int, flat: int) -> int:
+def _bind_hd_slots(gpu: ModelGPU, pose, cache, program: int, loc, material_id: int, li: int, flat: int) -> int:
     """Bind the HD slot textures of one layer (units 2..6) and their uniforms; returns the diffuse id."""
     from OpenGL import GL
 
+    gl = cache.gl
     ids = hd.slot_textures(gpu.model, pose, material_id, li)
     env_found = False
     for slot, tid in zip(HD_SLOTS[1:], ids[1:], strict=True):
         found = 0 <= tid < len(gpu.textures) and gpu.found[tid]
         tex = gpu.textures[tid] if found else gpu.neutral[slot]
         env_found = env_found or (slot == "environment" and found)
-        GL.glActiveTexture(GL.GL_TEXTURE0 + HD_SLOT_UNITS[slot])
-        GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
-    GL.glActiveTexture(GL.GL_TEXTURE0)
-    GL.glUniform1i(loc["u_env_found"], 1 if env_found else 0)
-    GL.glUniform1f(loc["u_emissive_gain"], float(pose.layer_emissive_gain[flat]))
+        cache.bind_texture(HD_SLOT_UNITS[slot], GL.GL_TEXTURE_2D, tex)
+    cache.uniform(program, loc["u_env_found"], gl.glUniform1i, 1 if env_found else 0)
+    cache.uniform(program, loc["u_emissive_gain"], gl.glUniform1f, float(pose.layer_emissive_gain[flat]))
     return ids[0]
 
 
@@ -111,32 +114,87 @@ def draw_order(model: Model) -> list[int]:
     return opaque + rest
 
 
-def _layer_texture(model: Model, pose, flat: int) -> int:
-    """The layer's (animated) texture; for 1100+ layers with texture slots, the diffuse slot's."""
-    slots = np.flatnonzero(pose.slot_layer == flat)
+@dataclass(frozen=True, slots=True)
+class LayerPass:
+    """One pass of the layer loop, fixed for the model: everything but the per-frame values (alpha,
+    colour, texture ids, UV matrix), which come from the pose."""
+
+    flat: int  # the pose's flat layer index
+    material_id: int
+    layer: int
+    state: blending.BlendState
+    depth_test: bool
+    depth_write: bool
+    cull: bool
+    hd: bool
+    unshaded: int
+    sphere_env: int
+    coord_id: int
+    texture_animation: int  # -1: none
+    texture_slot: int  # a 1100+ layer's texture slot (the diffuse one, else the first) whose id it draws; -1: none
+
+
+def layer_passes(model: Model, animator, order: list[int]) -> list[tuple[int, list[LayerPass]]]:
+    """(geoset, its passes) in drawing order, per the rules of the module docstring."""
+    out = []
+    for gi in order:
+        g = model.geosets[gi]
+        mat = model.materials[g.material_id]
+        passes = []
+        for li in hd.drawn_layers(model, mat):
+            layer = mat.layers[li]
+            flat = animator.layer_index[(g.material_id, li)]
+            st = blending.layer_state(layer.filter_mode)
+            flags = layer.shading_flags
+            two_sided = flags & blending.TWO_SIDED or mat.flags & 0x2  # layer or material TwoSided
+            n_anim = len(model.texture_animations)
+            passes.append(LayerPass(
+                flat=flat, material_id=g.material_id, layer=li, state=st,
+                depth_test=not flags & blending.NO_DEPTH_TEST,
+                depth_write=bool(st.depth_write and not flags & blending.NO_DEPTH_SET), cull=not two_sided,
+                hd=hd.is_hd_layer(model, mat, li), unshaded=1 if flags & (blending.UNSHADED | 0x100) else 0,
+                sphere_env=1 if flags & blending.SPHERE_ENV_MAP else 0, coord_id=layer.coord_id,
+                texture_animation=layer.texture_animation_id if 0 <= layer.texture_animation_id < n_anim else -1,
+                texture_slot=texture_slot(model, animator, flat)))
+        out.append((gi, passes))
+    return out
+
+
+def texture_slot(model: Model, layers, flat: int) -> int:
+    """The Reforged texture slot whose (animated) id a 1100+ layer draws: its diffuse slot, else its
+    first; -1 (the layer's own texture id) for older models and layers without slots. `layers`: an
+    Animator or a Pose (their `slot_layer`, `slot_kind`)."""
+    slots = np.flatnonzero(layers.slot_layer == flat)
     if model.version >= 1100 and len(slots):
-        diffuse = slots[pose.slot_kind[slots] == 0]
-        return int(pose.slot_texture_id[diffuse[0] if len(diffuse) else slots[0]])
-    return int(pose.layer_texture_id[flat])
+        diffuse = slots[layers.slot_kind[slots] == 0]
+        return int(diffuse[0] if len(diffuse) else slots[0])
+    return -1
 
 
-def _uv_matrix(pose, texture_animation_id: int) -> np.ndarray:
-    if 0 <= texture_animation_id < len(pose.uv_matrices):
-        return pose.uv_matrices[texture_animation_id]
-    return np.eye(3)
+def layer_texture(pose, flat: int, slot: int) -> int:
+    """The texture id layer `flat` draws in this pose (`slot` from `texture_slot`)."""
+    return int(pose.slot_texture_id[slot] if slot >= 0 else pose.layer_texture_id[flat])
+
+
+_NO_UV_ANIMATION = np.eye(3, dtype=np.float32)
 
 
 def upload_palettes(pose, palette) -> list[int]:
     """One palette buffer for the frame: every geoset's matrices back to back, bound to unit 1.
+    Geosets that share one palette (weighted skins all use the node palette) share its rows.
 
     Returns each geoset's first row in the buffer."""
     from OpenGL import GL
 
-    offsets, at = [], 0
+    offsets, parts, first, at = [], [], {}, 0
     for p in pose.palettes:
-        offsets.append(at)
-        at += len(p)
-    palette.upload(np.concatenate(pose.palettes) if pose.palettes else np.zeros((1, 4, 4), np.float32))
+        row = first.get(id(p))
+        if row is None:
+            row = first[id(p)] = at
+            parts.append(p)
+            at += len(p)
+        offsets.append(row)
+    palette.upload(np.concatenate(parts) if parts else np.zeros((1, 4, 4), np.float32))
     GL.glActiveTexture(GL.GL_TEXTURE1)
     GL.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
     GL.glActiveTexture(GL.GL_TEXTURE0)
@@ -149,7 +207,6 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
     light-loop variants), or None (the plain variants: the frame of a model without this feature)."""
     from OpenGL import GL
 
-    model = gpu.model
     view = np.asarray(camera.view(), np.float32)
     projection = np.asarray(camera.projection(aspect), np.float32)
     program.select_lights(lights is not None)
@@ -172,49 +229,44 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
     GL.glEnable(GL.GL_DEPTH_TEST)
     GL.glDepthFunc(GL.GL_LEQUAL)
     GL.glFrontFace(GL.GL_CCW)
-    for gi in gpu.order:
+    cache = StateCache()  # the loop sets only what differs from the layer before
+    gl = cache.gl
+    texture_2d = GL.GL_TEXTURE_2D
+    cache.use_program(program.select(False))
+    visible, geoset_alpha, geoset_color = pose.geoset_visible, pose.geoset_alpha, pose.geoset_color
+    layer_alphas, uv_matrices = pose.layer_alpha, pose.uv_matrices
+    for gi, passes in gpu.passes:
         buf = gpu.geosets[gi]
-        if buf is None:
+        if buf is None or not visible[gi]:
             continue
-        if not pose.geoset_visible[gi]:
-            continue
-        alpha = float(pose.geoset_alpha[gi])
-        color = pose.geoset_color[gi]
-        g = model.geosets[gi]
-        mat = model.materials[g.material_id]
-        offset_set = {}  # program variant -> whether this geoset's palette offset is loaded in it
-        GL.glBindVertexArray(buf.vao)
-        for li in hd.drawn_layers(model, mat):
-            layer = mat.layers[li]
-            flat = pose.layer_index[(g.material_id, li)]
-            layer_alpha = float(pose.layer_alpha[flat]) * alpha
+        alpha = float(geoset_alpha[gi])
+        red, green, blue = (float(c) for c in geoset_color[gi])
+        gl.glBindVertexArray(buf.vao)
+        for p in passes:
+            layer_alpha = float(layer_alphas[p.flat]) * alpha
             if layer_alpha <= 0.0:
                 continue
-            st = blending.layer_state(layer.filter_mode)
-            flags = layer.shading_flags
-            two_sided = flags & blending.TWO_SIDED or mat.flags & 0x2  # layer or material TwoSided
-            apply_state(st, depth_test=not flags & blending.NO_DEPTH_TEST,
-                        depth_write=st.depth_write and not flags & blending.NO_DEPTH_SET, cull=not two_sided)
-            hd_layer = hd.is_hd_layer(model, mat, li)
-            if program.hd != hd_layer:
-                program.use(hd_layer)
+            st = p.state
+            cache.apply(st, p.depth_test, p.depth_write, p.cull)
+            prog = program.select(p.hd)
+            cache.use_program(prog)
             loc = program.loc
-            if not offset_set.get(hd_layer):
-                GL.glUniform1i(loc["u_palette_offset"], offsets[gi])
-                offset_set[hd_layer] = True
-            tid = (_bind_hd_slots(gpu, pose, loc, g.material_id, li, flat) if hd_layer
-                   else _layer_texture(model, pose, flat))
+            cache.uniform(prog, loc["u_palette_offset"], gl.glUniform1i, offsets[gi])
+            tid = (_bind_hd_slots(gpu, pose, cache, prog, loc, p.material_id, p.layer, p.flat) if p.hd
+                   else layer_texture(pose, p.flat, p.texture_slot))
             tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
-            GL.glBindTexture(GL.GL_TEXTURE_2D, tex)
-            GL.glUniform4f(loc["u_color"], color[0], color[1], color[2], layer_alpha)
-            GL.glUniform1f(loc["u_alpha_test"], st.alpha_test)
-            GL.glUniform1i(loc["u_opaque"], 1 if st.opaque else 0)
-            GL.glUniform1i(loc["u_unshaded"], 1 if flags & (blending.UNSHADED | 0x100) else 0)
-            GL.glUniform1i(loc["u_sphere_env"], 1 if flags & blending.SPHERE_ENV_MAP else 0)
-            uvm = _uv_matrix(pose, layer.texture_animation_id)
-            GL.glUniformMatrix3fv(loc["u_uv_matrix"], 1, GL.GL_TRUE, np.asarray(uvm, np.float32))
-            buf.use_uv_set(layer.coord_id)
-            buf.draw()
+            cache.bind_texture(0, texture_2d, tex)
+            cache.uniform(prog, loc["u_color"], gl.glUniform4f, red, green, blue, layer_alpha)
+            cache.uniform(prog, loc["u_alpha_test"], gl.glUniform1f, st.alpha_test)
+            cache.uniform(prog, loc["u_opaque"], gl.glUniform1i, 1 if st.opaque else 0)
+            cache.uniform(prog, loc["u_unshaded"], gl.glUniform1i, p.unshaded)
+            cache.uniform(prog, loc["u_sphere_env"], gl.glUniform1i, p.sphere_env)
+            cache.uniform_matrix(prog, loc["u_uv_matrix"], gl.glUniformMatrix3fv,
+                                 uv_matrices[p.texture_animation] if p.texture_animation >= 0 else _NO_UV_ANIMATION)
+            buf.use_uv_set(p.coord_id)
+            buf.draw(gl)
+    check("drawing the model's layers")
+    GL.glActiveTexture(GL.GL_TEXTURE0)
     program.use(False)
     GL.glBindVertexArray(0)
     GL.glDepthMask(GL.GL_TRUE)

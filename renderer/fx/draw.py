@@ -200,7 +200,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
     are drawn but their emitters are not simulated, which bounds the work), their own particles and
     ribbons: each child's effects are simulated at its age with `child_seed`, in its own model space,
     and drawn through its instance matrix."""
-    from renderer.scene import _layer_texture, draw_model
+    from renderer.scene import draw_model, layer_texture, texture_slot
 
     stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0, "child_particles": 0}
     if sim is None:
@@ -277,7 +277,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
         mat = model.materials[s.material_id]
         layer = mat.layers[0]
         flat = pose.layer_index[(s.material_id, 0)]
-        tid = _layer_texture(model, pose, flat)
+        tid = layer_texture(pose, flat, texture_slot(model, pose, flat))
         tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
         uvm = (pose.uv_matrices[layer.texture_animation_id]
                if 0 <= layer.texture_animation_id < len(pose.uv_matrices) else np.eye(3))

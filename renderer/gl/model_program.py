@@ -268,12 +268,17 @@ class ModelProgram:
         self.programs, self.locs = self._variants[on]
         self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
 
+    def select(self, hd: bool) -> int:
+        """Make the classic or HD variant the one `program` and `loc` describe, without binding
+        it (a draw loop binds it through its state cache); returns its program id."""
+        self.hd = bool(hd)
+        self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
+        return self.program
+
     def use(self, hd: bool) -> None:
         from OpenGL import GL
 
-        self.hd = bool(hd)
-        self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
-        GL.glUseProgram(self.program)
+        GL.glUseProgram(self.select(hd))
 
     def set_lighting(self, rule) -> None:
         """Load a `renderer.rules.LightingRule` into the (bound) program's uniforms."""

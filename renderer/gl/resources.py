@@ -67,10 +67,12 @@ class GeosetBuffers:
         GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
         self.uv_set = k
 
-    def draw(self) -> None:
+    def draw(self, gl=None) -> None:
+        """All triangles; `gl`: where glDrawElements comes from (`renderer.gl.calls.fast()` in
+        the draw loop), OpenGL.GL by default."""
         from OpenGL import GL
 
-        GL.glDrawElements(GL.GL_TRIANGLES, self.count, GL.GL_UNSIGNED_INT, ctypes.c_void_p(0))
+        (gl or GL).glDrawElements(GL.GL_TRIANGLES, self.count, GL.GL_UNSIGNED_INT, ctypes.c_void_p(0))
 
     def delete(self) -> None:
         from OpenGL import GL

@@ -37,3 +37,93 @@ def apply_state(state, depth_test: bool = True, depth_write: bool | None = None,
         GL.glCullFace(GL.GL_BACK)
     else:
         GL.glDisable(GL.GL_CULL_FACE)
+
+
+class StateCache:
+    """What a draw loop last set (capabilities, blend factors, depth mask, program, textures,
+    uniforms), so that a layer sets only what differs from the layer before: the GL state at each
+    draw is exactly what `apply_state` and plain uniform calls would leave, with fewer calls.
+
+    Valid while nothing else changes that state: a loop makes one, starting from knowing nothing,
+    and drops it when it ends. Uses the unchecked calls of `renderer.gl.calls` (the loop checks
+    for errors once at its end)."""
+
+    def __init__(self):
+        from .calls import fast
+
+        self.gl = fast()
+        self._caps: dict[int, bool] = {}
+        self._known: dict = {}
+        self._uniforms: dict = {}
+
+    def _set(self, key, value) -> bool:
+        """Record `value` under `key`; True when it differs from what was set before."""
+        if self._known.get(key, _UNSET) == value:
+            return False
+        self._known[key] = value
+        return True
+
+    def enable(self, cap: int, on: bool) -> None:
+        on = bool(on)
+        if self._caps.get(cap) is not on:
+            self._caps[cap] = on
+            (self.gl.glEnable if on else self.gl.glDisable)(cap)
+
+    def apply(self, state, depth_test: bool = True, depth_write: bool | None = None, cull: bool = False) -> None:
+        """`apply_state`, skipping what is already set."""
+        from OpenGL import GL
+
+        gl = self.gl
+        self.enable(GL.GL_BLEND, state.blend is not None)
+        if state.blend is not None and self._set("blend", state.blend):
+            gl.glBlendFuncSeparate(*(blend_factor(f) for f in state.blend))
+        self.enable(GL.GL_DEPTH_TEST, depth_test)
+        if depth_test and self._set("depth_func", GL.GL_LEQUAL):
+            gl.glDepthFunc(GL.GL_LEQUAL)
+        write = state.depth_write if depth_write is None else depth_write
+        if self._set("depth_mask", bool(write)):
+            gl.glDepthMask(GL.GL_TRUE if write else GL.GL_FALSE)
+        self.enable(GL.GL_CULL_FACE, cull)
+        if cull and self._set("cull_face", GL.GL_BACK):
+            gl.glCullFace(GL.GL_BACK)
+
+    def use_program(self, program: int) -> None:
+        if self._set("program", program):
+            self.gl.glUseProgram(program)
+
+    def bind_texture(self, unit: int, target: int, texture: int) -> None:
+        """Bind `texture` to `target` of texture unit `unit` (which unit is active afterwards is
+        not said: call `active_texture` before anything that depends on it)."""
+        from OpenGL import GL
+
+        if self._set(("texture", unit, target), texture):
+            if self._set("active", unit):
+                self.gl.glActiveTexture(GL.GL_TEXTURE0 + unit)
+            self.gl.glBindTexture(target, texture)
+
+    def active_texture(self, unit: int) -> None:
+        from OpenGL import GL
+
+        if self._set("active", unit):
+            self.gl.glActiveTexture(GL.GL_TEXTURE0 + unit)
+
+    def uniform(self, program: int, location: int, setter, *values) -> None:
+        """`setter(location, *values)` unless `program` already has these values there."""
+        key = (program, location)
+        if self._uniforms.get(key, _UNSET) != values:
+            self._uniforms[key] = values
+            setter(location, *values)
+
+    def uniform_matrix(self, program: int, location: int, setter, matrix) -> None:
+        """A float32 matrix uniform (row-major, transposed by GL) unless already set."""
+        import numpy as np
+
+        m = np.ascontiguousarray(matrix, np.float32)
+        key = (program, location)
+        data = m.tobytes()
+        if self._uniforms.get(key) != data:
+            self._uniforms[key] = data
+            setter(location, 1, 1, m.ctypes.data)
+
+
+_UNSET = object()
