@@ -11,12 +11,14 @@ from __future__ import annotations
 from io import BytesIO
 
 import numpy as np
-from PIL import Image
+from PIL import Image, TgaImagePlugin  # noqa: F401 - see below
 
 from renderer.formats.textures.pillow_bridge import pillow_errors, rgba_array
 from renderer.formats.textures.reader import TextureBytes
 from renderer.formats.textures.registry import TextureFormat, register_format
 
+# Importing TgaImagePlugin registers TGA, so Image.open(..., formats=["TGA"]) finds it; otherwise
+# Pillow's Image.init() imports every plugin it has on the first TGA (about 50 ms per process).
 HEADER = 18
 # image type -> pixel depths Pillow decodes for it
 IMAGE_TYPES = {1: (8,), 2: (16, 24, 32), 3: (8, 16), 9: (8,), 10: (16, 24, 32), 11: (8, 16)}
