@@ -127,7 +127,8 @@ class LayerPass:
     depth_write: bool
     cull: bool
     hd: bool
-    unshaded: int
+    shaded: bool  # lit by the lighting rule (not Unshaded): the program variant
+    alpha_test: bool  # the filter mode discards below an alpha (Transparent, Modulate): the program variant
     sphere_env: int
     coord_id: int
     texture_animation: int  # -1: none
@@ -152,7 +153,8 @@ def layer_passes(model: Model, animator, order: list[int]) -> list[tuple[int, li
                 flat=flat, material_id=g.material_id, layer=li, state=st,
                 depth_test=not flags & blending.NO_DEPTH_TEST,
                 depth_write=bool(st.depth_write and not flags & blending.NO_DEPTH_SET), cull=not two_sided,
-                hd=hd.is_hd_layer(model, mat, li), unshaded=1 if flags & (blending.UNSHADED | 0x100) else 0,
+                hd=hd.is_hd_layer(model, mat, li), shaded=not flags & (blending.UNSHADED | 0x100),
+                alpha_test=st.alpha_test > 0,
                 sphere_env=1 if flags & blending.SPHERE_ENV_MAP else 0, coord_id=layer.coord_id,
                 texture_animation=layer.texture_animation_id if 0 <= layer.texture_animation_id < n_anim else -1,
                 texture_slot=texture_slot(model, animator, flat)))
@@ -209,20 +211,30 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
 
     view = np.asarray(camera.view(), np.float32)
     projection = np.asarray(camera.projection(aspect), np.float32)
+    rule = lighting_rule(lighting)
     program.select_lights(lights is not None)
-    for variant in (True, False):  # the frame's uniforms in both programs; the classic one stays bound
-        program.use(variant)
-        loc = program.loc
+    framed: dict[tuple, tuple[int, dict]] = {}  # the variants this frame has bound, with the frame's uniforms
+
+    def bind(p: LayerPass) -> tuple[int, dict]:
+        """Bind the layer's program variant; the first time in the frame, load the frame's uniforms."""
+        key = (p.hd, p.shaded, p.alpha_test)
+        found = framed.get(key)
+        if found is not None:
+            cache.use_program(found[0])
+            return found
+        prog, loc = framed[key] = program.variant(*key)
+        cache.use_program(prog)
         GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, view)
         GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, projection)
-        program.set_lighting(lighting_rule(lighting))
+        program.set_lighting(loc, rule)
         GL.glUniform1i(loc["u_texture"], 0)
         GL.glUniform1i(loc["u_palette"], 1)
         for slot, name in HD_SLOT_UNIFORMS.items():
             GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
         GL.glUniform3f(loc["u_eye"], *camera.eye)
         if lights is not None:
-            program.set_lights(lights)
+            program.set_lights(loc, lights)
+        return prog, loc
 
     offsets = upload_palettes(pose, palette)
 
@@ -232,7 +244,6 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
     cache = StateCache()  # the loop sets only what differs from the layer before
     gl = cache.gl
     texture_2d = GL.GL_TEXTURE_2D
-    cache.use_program(program.select(False))
     visible, geoset_alpha, geoset_color = pose.geoset_visible, pose.geoset_alpha, pose.geoset_color
     layer_alphas, uv_matrices = pose.layer_alpha, pose.uv_matrices
     for gi, passes in gpu.passes:
@@ -248,18 +259,16 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
                 continue
             st = p.state
             cache.apply(st, p.depth_test, p.depth_write, p.cull)
-            prog = program.select(p.hd)
-            cache.use_program(prog)
-            loc = program.loc
+            prog, loc = bind(p)
             cache.uniform(prog, loc["u_palette_offset"], gl.glUniform1i, offsets[gi])
             tid = (_bind_hd_slots(gpu, pose, cache, prog, loc, p.material_id, p.layer, p.flat) if p.hd
                    else layer_texture(pose, p.flat, p.texture_slot))
             tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
             cache.bind_texture(0, texture_2d, tex)
             cache.uniform(prog, loc["u_color"], gl.glUniform4f, red, green, blue, layer_alpha)
-            cache.uniform(prog, loc["u_alpha_test"], gl.glUniform1f, st.alpha_test)
+            if p.alpha_test:
+                cache.uniform(prog, loc["u_alpha_test"], gl.glUniform1f, st.alpha_test)
             cache.uniform(prog, loc["u_opaque"], gl.glUniform1i, 1 if st.opaque else 0)
-            cache.uniform(prog, loc["u_unshaded"], gl.glUniform1i, p.unshaded)
             cache.uniform(prog, loc["u_sphere_env"], gl.glUniform1i, p.sphere_env)
             cache.uniform_matrix(prog, loc["u_uv_matrix"], gl.glUniformMatrix3fv,
                                  uv_matrices[p.texture_animation] if p.texture_animation >= 0 else _NO_UV_ANIMATION)
@@ -267,7 +276,7 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
             buf.draw(gl)
     check("drawing the model's layers")
     GL.glActiveTexture(GL.GL_TEXTURE0)
-    program.use(False)
+    GL.glUseProgram(0)
     GL.glBindVertexArray(0)
     GL.glDepthMask(GL.GL_TRUE)
     GL.glDisable(GL.GL_BLEND)

@@ -192,3 +192,22 @@ def test_an_1100_material_draws_every_layer_as_its_own_pass(tmp_path):
     m.materials[0].layers.append(Layer(filter_mode=3, texture_id=len(m.textures) - 1, shading_flags=0x1))  # Additive
     save_mdx(m, tmp_path / "passes.mdx")
     np.testing.assert_allclose(pixel(load_mdx(tmp_path / "passes.mdx")), [0, 0, 200], atol=2.5)
+
+
+@pytest.mark.parametrize("version", [1000, 1100])
+def test_an_unshaded_hd_layer_shows_albedo_plus_emissive_unlit(tmp_path, version):
+    """The Unshaded flag on an HD layer (its own program variant): no light, no specular, no
+    environment; team colour through the ORM mask and the emissive slot still apply."""
+    slots = {"diffuse": (200, 100, 50, 255), "orm": (255, 128, 0, 128), "team_color": "team",
+             "emissive": (10, 20, 30, 255)}
+    model = hd_model(tmp_path, slots, version=version, gain=2.0)
+    for lay in model.materials[0].layers:
+        lay.shading_flags |= 0x1
+    got = pixel(model)
+    albedo = np.array(slots["diffuse"][:3]) / 255
+    mask = 128 / 255
+    albedo = albedo * (1 - mask) + albedo * np.array(team_color(0)) / 255 * mask
+    want = np.clip(albedo + np.array(slots["emissive"][:3]) / 255 * 2.0, 0, 1) * 255
+    np.testing.assert_allclose(got, want, atol=1.5)
+    shaded = pixel(hd_model(tmp_path, slots, version=version, gain=2.0, name="lit"))
+    assert np.abs(shaded - got).max() > 10  # the shaded variant is lit: the flag changes the pixel

@@ -79,9 +79,8 @@ in vec4 v_tangent;
 
 uniform sampler2D u_texture;
 uniform vec4 u_color;
-uniform float u_alpha_test;
+uniform float u_alpha_test;  // ALPHA_TEST variants only
 uniform int u_opaque;
-uniform int u_unshaded;
 uniform vec3 u_light_vector;  // a model-space point (u_light_point != 0) or a unit direction
 uniform int u_light_point;
 uniform float u_ambient;
@@ -161,7 +160,9 @@ vec3 hd_shade(vec4 c) {
     vec4 orm = texture(u_orm_map, v_uv);
     vec3 albedo = mix(c.rgb, c.rgb * texture(u_team_map, v_uv).rgb, orm.a);
     vec3 emissive = texture(u_emissive_map, v_uv).rgb * u_emissive_gain;
-    if (u_unshaded != 0) return albedo + emissive;
+#if !SHADED
+    return albedo + emissive;
+#else
     vec3 n = hd_normal();
     vec3 l = to_light();
     vec3 v = normalize(u_eye - v_world);
@@ -193,18 +194,21 @@ vec3 hd_shade(vec4 c) {
     }
     rgb += env * schlick(nv, f0) * (1.0 - r);
     return rgb + emissive;
+#endif
 }
 
 void main() {
     vec4 c = texture(u_texture, v_uv) * u_color;
+#if ALPHA_TEST
     if (c.a < u_alpha_test) discard;
+#endif
 #if HD
     c.rgb = hd_shade(c);
-#else
+#elif SHADED
 #if LIGHTS
-    if (u_unshaded == 0) c.rgb *= vec3(light_factor(v_normal)) + model_lights(v_normal);
+    c.rgb *= vec3(light_factor(v_normal)) + model_lights(v_normal);
 #else
-    if (u_unshaded == 0) c.rgb *= light_factor(v_normal);
+    c.rgb *= light_factor(v_normal);
 #endif
 #endif
     if (u_opaque != 0) c.a = 1.0;
@@ -214,7 +218,7 @@ void main() {
 
 UNIFORMS = (
     "u_palette", "u_palette_offset", "u_view", "u_projection", "u_uv_matrix", "u_sphere_env", "u_texture",
-    "u_color", "u_alpha_test", "u_opaque", "u_unshaded", "u_light_vector", "u_light_point", "u_ambient", "u_diffuse",
+    "u_color", "u_alpha_test", "u_opaque", "u_light_vector", "u_light_point", "u_ambient", "u_diffuse",
     "u_flip_back", "u_normal_map", "u_orm_map", "u_emissive_map", "u_team_map", "u_env_map", "u_env_found",
     "u_emissive_gain", "u_eye",
 )
@@ -227,75 +231,70 @@ HD_SLOT_UNIFORMS = {"normal": "u_normal_map", "orm": "u_orm_map", "emissive": "u
                     "team_color": "u_team_map", "environment": "u_env_map"}
 
 
-def fragment_source(hd: bool, lights: int = 0) -> str:
-    """The fragment shader of one variant: classic layers, or Reforged HD layers; with `lights` > 0,
-    also the loop over up to that many model lights. Separate programs, not one with a uniform
-    branch: llvmpipe runs both sides of a branch for every fragment (masked SIMD), so classic layers
-    would pay for the HD path's five texture reads and its specular term, and every frame for the
-    light loop."""
-    return FRAGMENT.replace("#version 330 core", f"#version 330 core\n#define HD {1 if hd else 0}\n"
-                            f"#define LIGHTS {int(lights)}", 1)
+def fragment_source(hd: bool, lights: int = 0, shaded: bool = True, alpha_test: bool = True) -> str:
+    """The fragment shader of one variant: classic or Reforged HD layers; shaded by the lighting
+    rule or unshaded (the layer's Unshaded flag); with or without the alpha test's discard (layers
+    whose filter mode has none); with `lights` > 0, also the loop over up to that many model lights.
+
+    Separate programs, not uniform branches: llvmpipe runs both sides of a branch for every fragment
+    (masked SIMD), so an unshaded layer would pay for the lighting, a classic layer for the HD
+    path's five texture reads and its specular term, and every frame for the light loop. A variant
+    computes exactly what the branch it replaces computed (same expressions, same order)."""
+    defines = (f"#define HD {int(bool(hd))}\n#define LIGHTS {int(lights)}\n#define SHADED {int(bool(shaded))}\n"
+               f"#define ALPHA_TEST {int(bool(alpha_test))}")
+    return FRAGMENT.replace("#version 330 core", "#version 330 core\n" + defines, 1)
 
 
 class ModelProgram:
-    """The two compiled variants (classic, HD) and their uniform locations (needs a current
-    context). `use(hd)` binds one; `program` and `loc` are the bound variant's. `select_lights(on)`
-    switches both to the variants with the model-light loop (built on first use) or back."""
+    """The model shader's variants (`fragment_source`), compiled on first use, with their uniform
+    locations (needs a current context). `select_lights(on)` picks the family with or without the
+    model-light loop; `variant(hd, shaded, alpha_test)` gives one program of that family."""
 
     def __init__(self):
-        self._variants: dict[bool, tuple[dict, dict]] = {}  # lights on? -> (programs, locations) by hd
-        self.lights = None
-        self.hd = False
-        self.select_lights(False)
+        self._variants: dict[tuple, tuple[int, dict]] = {}  # (lights, hd, shaded, alpha_test) -> program, locations
+        self.lights = False
 
     def select_lights(self, on: bool) -> None:
-        """Make the two variants with (on) or without the model-light loop the ones `use` binds; the
-        light variants are compiled on first use (frames without lights never build them)."""
-        from OpenGL import GL
+        """Make `variant` give the programs with (on) or without the model-light loop."""
+        self.lights = bool(on)
 
-        from .shaders import build_program
+    def variant(self, hd: bool, shaded: bool, alpha_test: bool) -> tuple[int, dict]:
+        """(program, uniform locations) of one variant of the selected family, built on first use
+        (frames never build the variants they do not draw with)."""
+        key = (self.lights, bool(hd), bool(shaded), bool(alpha_test))
+        found = self._variants.get(key)
+        if found is None:
+            from OpenGL import GL
 
-        on = bool(on)
-        if on not in self._variants:
-            names = UNIFORMS + (LIGHT_UNIFORMS if on else ())
-            n = MAX_LIGHTS if on else 0
-            programs = {hd: build_program(VERTEX, fragment_source(hd, n),
-                                          label=("model-hd" if hd else "model") + ("-lights" if on else ""))
-                        for hd in (False, True)}
-            locs = {hd: {name: GL.glGetUniformLocation(p, name) for name in names} for hd, p in programs.items()}
-            self._variants[on] = (programs, locs)
-        self.lights = on
-        self.programs, self.locs = self._variants[on]
-        self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
+            from .shaders import build_program
 
-    def select(self, hd: bool) -> int:
-        """Make the classic or HD variant the one `program` and `loc` describe, without binding
-        it (a draw loop binds it through its state cache); returns its program id."""
-        self.hd = bool(hd)
-        self.program, self.loc = self.programs[self.hd], self.locs[self.hd]
-        return self.program
+            lights, hd, shaded, alpha_test = key
+            names = UNIFORMS + (LIGHT_UNIFORMS if lights else ())
+            label = "model" + ("-hd" if hd else "") + ("" if shaded else "-unshaded") + \
+                ("-alpha-test" if alpha_test else "") + ("-lights" if lights else "")
+            program = build_program(VERTEX, fragment_source(hd, MAX_LIGHTS if lights else 0, shaded, alpha_test),
+                                    label=label)
+            found = (program, {name: GL.glGetUniformLocation(program, name) for name in names})
+            self._variants[key] = found
+        return found
 
-    def use(self, hd: bool) -> None:
-        from OpenGL import GL
-
-        GL.glUseProgram(self.select(hd))
-
-    def set_lighting(self, rule) -> None:
-        """Load a `renderer.rules.LightingRule` into the (bound) program's uniforms."""
+    @staticmethod
+    def set_lighting(loc: dict, rule) -> None:
+        """Load a `renderer.rules.LightingRule` into the uniforms at `loc` (of the bound program)."""
         from OpenGL import GL
 
         vector = rule.vector if rule.point else rule.to_light()
-        GL.glUniform3f(self.loc["u_light_vector"], *vector)
-        GL.glUniform1i(self.loc["u_light_point"], 1 if rule.point else 0)
-        GL.glUniform1f(self.loc["u_ambient"], rule.ambient)
-        GL.glUniform1f(self.loc["u_diffuse"], rule.diffuse)
-        GL.glUniform1i(self.loc["u_flip_back"], 1 if rule.flip_back_faces else 0)
+        GL.glUniform3f(loc["u_light_vector"], *vector)
+        GL.glUniform1i(loc["u_light_point"], 1 if rule.point else 0)
+        GL.glUniform1f(loc["u_ambient"], rule.ambient)
+        GL.glUniform1f(loc["u_diffuse"], rule.diffuse)
+        GL.glUniform1i(loc["u_flip_back"], 1 if rule.flip_back_faces else 0)
 
-    def set_lights(self, lights) -> None:
-        """Load a `renderer.lights.FrameLights` into the (bound) light variant's uniforms."""
+    @staticmethod
+    def set_lights(loc: dict, lights) -> None:
+        """Load a `renderer.lights.FrameLights` into a light variant's uniforms at `loc` (bound)."""
         from OpenGL import GL
 
-        loc = self.loc
         GL.glUniform1i(loc["u_light_count"], int(lights.count))
         GL.glUniform1iv(loc["u_light_kind"], MAX_LIGHTS, lights.kind.astype(np.int32))
         for name, data in (("u_light_pos", lights.position), ("u_light_dir", lights.to_light),
@@ -306,9 +305,6 @@ class ModelProgram:
     def delete(self) -> None:
         from OpenGL import GL
 
-        for programs, _ in self._variants.values():
-            for p in programs.values():
-                GL.glDeleteProgram(p)
+        for program, _ in self._variants.values():
+            GL.glDeleteProgram(program)
         self._variants = {}
-        self.programs = {}
-        self.program = 0
