@@ -90,3 +90,36 @@ def test_ghost_billboarded_bone_faces_the_camera():
         w = a.pose("Stand", 400, view).node_matrices[a.skeleton.index[bb[0].object_id]]
         x = w[:3, 0] / np.linalg.norm(w[:3, 0])
         np.testing.assert_allclose(x, view[2, :3], atol=1e-9)
+
+
+@pytest.mark.parametrize("key", ["Girl2", "Ghost", "Darion"])
+def test_poses_equal_the_reference_implementation_bit_for_bit(key, monkeypatch):
+    # Every array of a pose (palettes included) has exactly the bits the code before the issue #18
+    # speed-ups gives (tests/anim_reference.py), over every sequence, with and without a view.
+    import dataclasses
+
+    from anim_reference import ReferenceSkeleton, reference_palettes, reference_uv_matrices, same_bits
+
+    import renderer.anim.pose as pose_module
+
+    model = load_model(corpus_path(MODELS[key][0]))
+    fast, ref = Animator(model), Animator(model)
+    ref.skeleton.__class__ = ReferenceSkeleton
+    ref.palettes.build = lambda nodes: reference_palettes(ref.skins, ref.skeleton.count, nodes)
+    jobs = [(None, 0.0, None)]
+    for si, seq in enumerate(model.sequences):
+        d = seq.interval[1] - seq.interval[0]
+        jobs += [(si, 0.0, VIEW), (si, d / 3, VIEW), (si, 0.77 * d, None), (si, d + 123.0, VIEW)]
+    kept = [fast.pose(si, t, v) for si, t, v in jobs]  # all kept: a later pose must not change them
+    for (si, t, v), got in zip(jobs, kept, strict=True):
+        with monkeypatch.context() as m:
+            m.setattr(pose_module, "uv_matrices", reference_uv_matrices)
+            want = ref.pose(si, t, v)
+        for f in dataclasses.fields(got):
+            a, b = getattr(got, f.name), getattr(want, f.name)
+            if isinstance(a, np.ndarray):
+                assert same_bits(a, b), (key, si, t, f.name)
+            elif f.name == "palettes":
+                assert len(a) == len(b) and all(same_bits(x, y) for x, y in zip(a, b, strict=True)), (key, si, t)
+            elif f.name not in ("skins", "notes", "layer_index"):
+                assert a == b, (key, si, t, f.name)

@@ -312,3 +312,34 @@ def test_bad_view_is_rejected():
     flat[1, :3] = flat[0, :3]
     with pytest.raises(ValueError):
         Animator(billboard_model(0x8)).pose(0, 0, flat)
+
+
+# ------------------------------------------------------------------------------ exactness
+
+
+@pytest.mark.parametrize("flag_sets", ["mixed", "uniform"])
+def test_flagged_nodes_equal_the_reference_bit_for_bit(flag_sets):
+    # The flag path skips the np.where branches a uniform mask discards and caches masks and the
+    # camera frame; the world matrices keep exactly the bits of the code before (anim_reference).
+    from anim_reference import ReferenceSkeleton, same_bits
+
+    from renderer.anim.skeleton import SPECIAL_FLAGS
+
+    bits = [b for b in range(8) if SPECIAL_FLAGS >> b & 1]
+    rng = np.random.default_rng(7 if flag_sets == "mixed" else 8)
+    for trial in range(12):
+        n = 30
+        parents = [-1] + [int(rng.integers(-1, i)) for i in range(1, n)]
+        if flag_sets == "mixed":
+            flags = [sum(1 << b for b in bits if rng.random() < 0.2) for _ in range(n)]
+        else:  # every flagged node has the same flags: the uniform-mask branches
+            one = sum(1 << b for b in bits if rng.random() < 0.3) or 1 << bits[trial % len(bits)]
+            flags = [one if rng.random() < 0.4 else 0 for _ in range(n)]
+        nodes = [Helper(name=f"n{i}", object_id=i, parent_id=parents[i], flags=flags[i]) for i in range(n)]
+        model = model_of(nodes, rng.normal(size=(n, 3)) * 5)
+        sk, ref = Skeleton(model), ReferenceSkeleton(model)
+        for view in (None, look_at([300, 200, 150], [0, 0, 60]), None, look_at([0, -80, 10], [1, 2, 3])):
+            t = rng.normal(size=(n, 3))
+            r = rng.normal(size=(n, 4))
+            s = rng.uniform(-2, 3, size=(n, 3))
+            assert same_bits(sk.world_matrices(t, r, s, view=view), ref.world_matrices(t, r, s, view=view))

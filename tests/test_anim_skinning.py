@@ -153,3 +153,49 @@ def test_empty_geoset():
     assert pal[0].shape == (1, 4, 4)
     pos, nrm = skin_vertices(Model(geosets=[g]), 0, np.stack([np.eye(4)] * 3))
     assert pos.shape == (0, 3) and nrm.shape == (0, 3)
+
+
+def test_palettes_equal_the_reduceat_form_bit_for_bit():
+    # Group sizes 0..12 (9 and more take the reduceat fallback), ids naming no node, several group
+    # geosets beside weighted ones, matrices of very different magnitudes and signed zeros: every
+    # palette has exactly the bits of the old single np.add.reduceat.
+    from anim_reference import reference_palettes, same_bits
+
+    rng = np.random.default_rng(18)
+    n = 30
+    geosets = []
+    for gi in range(6):
+        sizes = rng.integers(0, 13, size=int(rng.integers(1, 40))).astype("<u4")
+        mats = rng.integers(0, n + 3, size=int(sizes.sum())).astype("<u4")  # n.. name no node
+        geosets.append(geoset([[0, 0, 0]] * 3, vertex_groups=np.array([0, 1, 250], "u1"),
+                              matrix_group_sizes=sizes, matrix_indices=mats))
+        if gi % 2:
+            geosets.append(geoset([[1, 2, 3]], bone_indices=np.array([[0, 1, 2, 3]], "u1"),
+                                  bone_weights=np.array([[0.5, 0.5, 0, 0]], "<f4")))
+    skins = [geoset_skin(g, n) for g in geosets]
+    builder = PaletteBuilder(skins, n)
+    for _ in range(5):
+        nodes = rng.normal(size=(n, 4, 4)) * 10.0 ** rng.uniform(-6, 6, size=(n, 1, 1))
+        nodes[rng.random((n, 4, 4)) < 0.1] = -0.0
+        nodes[rng.random((n, 4, 4)) < 0.1] = 0.0
+        got = builder.build(nodes)
+        want = reference_palettes(skins, n, nodes)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert same_bits(g, w)
+
+
+def test_each_build_returns_new_palettes():
+    rng = np.random.default_rng(2)
+    g = geoset([[0, 0, 0]], vertex_groups=np.array([0], "u1"), matrix_group_sizes=np.array([0, 1, 2, 3], "<u4"),
+               matrix_indices=np.array([0, 1, 2, 0, 1, 2], "<u4"))
+    w = geoset([[0, 0, 0]], bone_indices=np.array([[0, 1, 2, 3]], "u1"), bone_weights=np.array([[1, 0, 0, 0]], "<f4"))
+    builder = PaletteBuilder([geoset_skin(g, 3), geoset_skin(w, 3)], 3)
+    first = builder.build(rng.normal(size=(3, 4, 4)))
+    kept = [p.copy() for p in first]
+    builder.build(rng.normal(size=(3, 4, 4)))
+    for p, k in zip(first, kept, strict=True):
+        np.testing.assert_array_equal(p, k)
+    np.testing.assert_array_equal(first[0][0], np.eye(4))  # the empty group
+    np.testing.assert_array_equal(first[0][-1], np.eye(4))
+    np.testing.assert_array_equal(first[1][-1], np.eye(4))

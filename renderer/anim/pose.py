@@ -177,6 +177,8 @@ class _Scatter:
 def uv_matrices(translation, rotation, scaling) -> np.ndarray:
     """(T, 3, 3) texture-coordinate matrices (see the module docstring)."""
     t = np.asarray(translation, np.float64).reshape(-1, 3)
+    if not len(t):  # no texture animations: nothing to compute
+        return np.zeros((0, 3, 3))
     r = quat.to_matrix(np.asarray(rotation, np.float64).reshape(-1, 4))[:, :2, :2]
     s = np.asarray(scaling, np.float64).reshape(-1, 3)
     lin = s[:, :2, None] * r  # diag(s.x, s.y) @ R

@@ -13,10 +13,17 @@ IDENTITY = np.array([0.0, 0.0, 0.0, 1.0])
 SLERP_LINEAR_EPSILON = 1e-6
 
 
+def components(q: np.ndarray):
+    """The x, y, z, w components of (..., 4) quaternions, as views (what np.moveaxis(q, -1, 0)
+    unpacks to, without its Python overhead)."""
+    q = np.asarray(q, np.float64)
+    return q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+
+
 def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a * b (apply b first, then a)."""
-    ax, ay, az, aw = np.moveaxis(np.asarray(a, np.float64), -1, 0)
-    bx, by, bz, bw = np.moveaxis(np.asarray(b, np.float64), -1, 0)
+    ax, ay, az, aw = components(a)
+    bx, by, bz, bw = components(b)
     return np.stack([
         aw * bx + ax * bw + ay * bz - az * by,
         aw * by - ax * bz + ay * bw + az * bx,
@@ -41,7 +48,7 @@ def normalize(q: np.ndarray) -> np.ndarray:
 
 def to_matrix(q: np.ndarray) -> np.ndarray:
     """(..., 3, 3) rotation matrices (column vectors) of the normalised quaternions."""
-    x, y, z, w = np.moveaxis(normalize(q), -1, 0)
+    x, y, z, w = components(normalize(q))
     xx, yy, zz = x * x, y * y, z * z
     xy, xz, yz = x * y, x * z, y * z
     wx, wy, wz = w * x, w * y, w * z

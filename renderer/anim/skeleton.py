@@ -134,6 +134,26 @@ def _local_matrices(pivots, t, r, s):
     return m
 
 
+class _FlagSet:
+    """The flag masks of some flagged nodes (`Skeleton._flagged`), and which are uniform."""
+
+    def __init__(self, f: np.ndarray):
+        self.dit = (f & NODE_FLAG_DONT_INHERIT_TRANSLATION) != 0
+        self.dir_ = (f & NODE_FLAG_DONT_INHERIT_ROTATION) != 0
+        self.dis = (f & NODE_FLAG_DONT_INHERIT_SCALING) != 0
+        self.bb = bb = (f & BILLBOARDED) != 0
+        self.lx = lx = ((f & BILLBOARDED_LOCK_X) != 0) & ~bb
+        self.ly = ly = ((f & BILLBOARDED_LOCK_Y) != 0) & ~bb & ~lx
+        self.lz = lz = ((f & BILLBOARDED_LOCK_Z) != 0) & ~bb & ~lx & ~ly
+        self.anchored = (f & CAMERA_ANCHORED) != 0
+        self.lock = lx | ly | lz
+        self.any_dir, self.any_dis = bool(self.dir_.any()), bool(self.dis.any())
+        self.any_dir_dis = bool((self.dir_ | self.dis).any())
+        self.any_dit, self.all_dit = bool(self.dit.any()), bool(self.dit.all())
+        self.any_anchored, self.any_lock = bool(self.anchored.any()), bool(self.lock.any())
+        self.any_bb, self.all_bb = bool(bb.any()), bool(bb.all())
+
+
 class Skeleton:
     """A model's node hierarchy compiled for repeated evaluation."""
 
@@ -180,6 +200,8 @@ class Skeleton:
             flagged = idx[self.special[idx]]
             self.levels.append((plain, self.parents[plain], flagged, self.parents[flagged]))
         self.rotation_levels = [(p[self.needs_rotation[p]], pp[self.needs_rotation[p]]) for p, pp, _, _ in self.levels]
+        self._camera: tuple | None = None  # the last view's CameraFrame
+        self._flag_sets: dict[bytes, _FlagSet] = {}
 
     def rows(self, object_ids) -> np.ndarray:
         """The row of each object id (int64 array), N (= `count`, the identity row of palettes) for an
@@ -255,7 +277,7 @@ class Skeleton:
             for plain, par, _, _ in self.levels:
                 world[plain] = world[par] @ local[plain]
             return world[:n]
-        cam = camera if camera is not None else CameraFrame(view)
+        cam = camera if camera is not None else self.camera_frame(view)
         wrot = np.empty((n + 1, 4))
         wrot[n] = quat.IDENTITY
         wscale = np.ones((n + 1, 3))
@@ -269,31 +291,56 @@ class Skeleton:
                 self._flagged(flagged, fpar, t, r, s, world, wrot, wscale, cam)
         return world[:n]
 
+    def camera_frame(self, view=None) -> CameraFrame:
+        """CameraFrame(view), kept for the last view seen: consecutive frames with the same view
+        matrix (by value) share it (it is a pure function of the view)."""
+        if view is not None:
+            view = np.asarray(view, np.float64)
+        key = None if view is None else (view.shape, view.tobytes())
+        cached = self._camera
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        cam = CameraFrame(view)
+        self._camera = (key, cam)
+        return cam
+
+    def _flag_set(self, idx) -> _FlagSet:
+        """The (static) flag masks of the flagged rows `idx`, built once per set of rows."""
+        key = idx.tobytes()
+        fs = self._flag_sets.get(key)
+        if fs is None:
+            fs = self._flag_sets[key] = _FlagSet(self.flags[idx])
+        return fs
+
     def _flagged(self, idx, par, t, r, s, world, wrot, wscale, cam: CameraFrame):
-        f = self.flags[idx]
-        dit = (f & NODE_FLAG_DONT_INHERIT_TRANSLATION) != 0
-        dir_ = (f & NODE_FLAG_DONT_INHERIT_ROTATION) != 0
-        dis = (f & NODE_FLAG_DONT_INHERIT_SCALING) != 0
-        bb = (f & BILLBOARDED) != 0
-        lx = ((f & BILLBOARDED_LOCK_X) != 0) & ~bb
-        ly = ((f & BILLBOARDED_LOCK_Y) != 0) & ~bb & ~lx
-        lz = ((f & BILLBOARDED_LOCK_Z) != 0) & ~bb & ~lx & ~ly
-        anchored = (f & CAMERA_ANCHORED) != 0
+        """World matrices of the flagged rows `idx` (see the module docstring). Where a mask is the
+        same for every row, the branch np.where would discard is not computed; the values kept are
+        computed exactly as with both branches."""
+        fs = self._flag_set(idx)
+        dit, dir_, dis, bb = fs.dit, fs.dir_, fs.dis, fs.bb
+        lx, ly, anchored = fs.lx, fs.ly, fs.anchored
 
         wp = world[par]
-        rp = np.where(dir_[:, None], quat.IDENTITY, wrot[par])
-        sp = np.where(dis[:, None], 1.0, wscale[par])
-        lp = np.where((dir_ | dis)[:, None, None], quat.to_matrix(rp) * sp[:, None, :], wp[:, :3, :3])
+        rp = np.where(dir_[:, None], quat.IDENTITY, wrot[par]) if fs.any_dir else wrot[par]
+        sp = np.where(dis[:, None], 1.0, wscale[par]) if fs.any_dis else wscale[par]
+        if fs.any_dir_dis:
+            lp = np.where((dir_ | dis)[:, None, None], quat.to_matrix(rp) * sp[:, None, :], wp[:, :3, :3])
+        else:
+            lp = wp[:, :3, :3].copy()
         c = self.pivots[idx]
-        carried = np.einsum("nij,nj->ni", wp[:, :3, :3], c) + wp[:, :3, 3]
-        anchor = np.where(dit[:, None], c, carried)
-        anchor = np.where(anchored[:, None], cam.eye, anchor)
+        if fs.all_dit:
+            anchor = c
+        else:
+            carried = np.einsum("nij,nj->ni", wp[:, :3, :3], c) + wp[:, :3, 3]
+            anchor = np.where(dit[:, None], c, carried) if fs.any_dit else carried
+        if fs.any_anchored:
+            anchor = np.where(anchored[:, None], cam.eye, anchor)
         a = anchor + np.einsum("nij,nj->ni", lp, t[idx])
 
-        rl = r[idx].copy()
-        sl = s[idx].copy()
-        lock = lx | ly | lz
-        if lock.any():
+        rl = r[idx]
+        sl = s[idx]
+        lock = fs.lock
+        if fs.any_lock:
             d = quat.rotate(quat.conjugate(quat.multiply(rp, rl)), np.broadcast_to(cam.back, (len(idx), 3)))
             angle = np.where(lx, np.arctan2(d[:, 2], d[:, 1]),
                              np.where(ly, np.arctan2(-d[:, 2], d[:, 0]), np.arctan2(d[:, 1], d[:, 0])))
@@ -301,12 +348,18 @@ class Skeleton:
             turned = quat.multiply(rl, quat.axis_angle(axis, angle))
             rl = np.where(lock[:, None], turned, rl)
             sl[lx, 2] *= -1.0
-        rot = quat.multiply(rp, rl)
-        rot = np.where(bb[:, None], quat.multiply(np.broadcast_to(cam.billboard_quat, rl.shape), rl), rot)
+        if fs.any_bb:
+            rot_bb = quat.multiply(np.broadcast_to(cam.billboard_quat, rl.shape), rl)
+            rot = rot_bb if fs.all_bb else np.where(bb[:, None], rot_bb, quat.multiply(rp, rl))
+        else:
+            rot = quat.multiply(rp, rl)
         sc = sp * sl
-        lin_plain = lp @ (quat.to_matrix(rl) * sl[:, None, :])
-        lin_bb = quat.to_matrix(rot) * sc[:, None, :]
-        lin = np.where(bb[:, None, None], lin_bb, lin_plain)
+        lin_plain = None if fs.all_bb else lp @ (quat.to_matrix(rl) * sl[:, None, :])
+        lin_bb = quat.to_matrix(rot) * sc[:, None, :] if fs.any_bb else None
+        if lin_plain is None:
+            lin = lin_bb
+        else:
+            lin = lin_plain if lin_bb is None else np.where(bb[:, None, None], lin_bb, lin_plain)
         m = np.zeros((len(idx), 4, 4))
         m[:, :3, :3] = lin
         m[:, :3, 3] = a - np.einsum("nij,nj->ni", lin, c)

@@ -132,12 +132,40 @@ def geoset_skin(geoset: Geoset, ids) -> GeosetSkin:
                       group_members=members.astype(np.int64), notes=notes)
 
 
+# Matrix groups of up to this many bones are summed by `PaletteBuilder` itself; larger ones (rare) go
+# through np.add.reduceat, whose pairwise summation reorders the additions from 9 terms on.
+_SEQUENTIAL_GROUP = 8
+
+
+def group_sum(first: np.ndarray, rest: list[np.ndarray], out: np.ndarray) -> np.ndarray:
+    """first + (rest[0] + rest[1] + ...), the rest added left to right, into `out`: bit for bit what
+    np.add.reduceat gives for a segment [first, *rest] of at most 8 terms (it adds a segment's first
+    element to numpy's pairwise sum of the others, and that is a plain left-to-right sum below 8
+    terms)."""
+    if not rest:
+        out[...] = first
+        return out
+    if len(rest) == 1:
+        return np.add(first, rest[0], out=out)
+    np.add(rest[0], rest[1], out=out)
+    for r in rest[2:]:
+        out += r
+    return np.add(first, out, out=out)
+
+
 class PaletteBuilder:
-    """Builds every geoset's palette from node world matrices, all geosets at once."""
+    """Builds every geoset's palette from node world matrices, all geosets at once.
+
+    A matrix group's row is the mean of its bones' node matrices: their sum (as np.add.reduceat sums
+    them, `group_sum`) divided by the group size; every other row of a group palette (empty groups,
+    the last row) is the identity. The groups are bucketed by size once, so a frame is one gather of
+    every member, a few additions per group size and one gather that lays out all palettes. Every
+    call returns new arrays: a kept Pose is not changed by later ones.
+    """
 
     def __init__(self, skins: list[GeosetSkin], node_count: int):
         self.skins = skins
-        self.node_count = node_count
+        self.node_count = n = node_count
         offsets, rows, members, sizes, dest = [], 0, [], [], []
         for s in skins:
             if s.kind != "groups":
@@ -151,11 +179,37 @@ class PaletteBuilder:
             rows += s.palette_size
         self.offsets = offsets
         self.rows = rows
-        self.members = np.concatenate(members) if members else np.zeros(0, np.int64)
-        self.sizes = np.concatenate(sizes).astype(np.float64) if sizes else np.zeros(0)
-        self.dest = np.concatenate(dest) if dest else np.zeros(0, np.int64)
-        self.starts = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(np.int64) if len(self.sizes) \
+        members = np.concatenate(members).astype(np.int64) if members else np.zeros(0, np.int64)
+        sizes = np.concatenate(sizes).astype(np.int64) if sizes else np.zeros(0, np.int64)
+        dest = np.concatenate(dest).astype(np.int64) if dest else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if len(sizes) \
             else np.zeros(0, np.int64)
+        # Per frame a source array holds the node palette (rows 0..n, n = the identity) and then one
+        # row per summed group; `layout` names the source row of every palette row.
+        layout = np.full(rows, n, np.int64)
+        gather, self.classes, at, row = [], [], 0, n + 1
+        for k in np.unique(sizes).tolist():
+            sel = np.flatnonzero(sizes == k)
+            table = members[starts[sel, None] + np.arange(k)]  # (G, k)
+            if k == 1:
+                layout[dest[sel]] = table[:, 0]  # a group of one is its matrix (x / 1 is x)
+            elif k <= _SEQUENTIAL_GROUP:
+                gather.append(table.T.reshape(-1))  # column by column: each bone slot contiguous
+                self.classes.append((k, len(sel), at, row))
+                layout[dest[sel]] = row + np.arange(len(sel))
+                at += k * len(sel)
+                row += len(sel)
+        self.gather = np.concatenate(gather) if gather else np.zeros(0, np.int64)
+        big = np.flatnonzero(sizes > _SEQUENTIAL_GROUP)
+        self.big_members = np.concatenate([members[starts[i]:starts[i] + sizes[i]] for i in big.tolist()]) \
+            if len(big) else np.zeros(0, np.int64)
+        self.big_sizes = sizes[big].astype(np.float64)
+        self.big_starts = np.concatenate([[0], np.cumsum(sizes[big])[:-1]]).astype(np.int64) if len(big) \
+            else np.zeros(0, np.int64)
+        self.big_row = row
+        layout[dest[big]] = row + np.arange(len(big))
+        self.source_rows = row + len(big)
+        self.layout = layout
 
     def node_palette(self, node_matrices: np.ndarray) -> np.ndarray:
         """(N + 1, 4, 4): the node matrices by skeleton row plus the identity row."""
@@ -165,12 +219,29 @@ class PaletteBuilder:
         pal[n] = np.eye(4)
         return pal
 
+    def _source(self, node_matrices: np.ndarray) -> np.ndarray:
+        """(source_rows, 4, 4) with the node palette (`node_palette`) in its first N + 1 rows and the
+        group sums to come after them (unset)."""
+        n = self.node_count
+        src = np.empty((self.source_rows, 4, 4))
+        src[:n] = node_matrices
+        src[n] = np.eye(4)
+        return src
+
     def build(self, node_matrices: np.ndarray) -> list[np.ndarray]:
-        nodes = self.node_palette(node_matrices)
-        buf = np.broadcast_to(np.eye(4), (self.rows, 4, 4)).copy()
-        if len(self.dest):
-            sums = np.add.reduceat(nodes[self.members], self.starts, axis=0)
-            buf[self.dest] = sums / self.sizes[:, None, None]
+        src = self._source(node_matrices)
+        nodes = src[:self.node_count + 1]
+        flat = src.reshape(-1, 16)
+        if self.classes:
+            bones = flat.take(self.gather, axis=0)
+            for k, count, at, row in self.classes:
+                slots = bones[at:at + k * count].reshape(k, count, 16)
+                mean = group_sum(slots[0], list(slots[1:]), flat[row:row + count])
+                mean /= k
+        if len(self.big_members):
+            sums = np.add.reduceat(nodes[self.big_members], self.big_starts, axis=0)
+            src[self.big_row:] = sums / self.big_sizes[:, None, None]
+        buf = flat.take(self.layout, axis=0).reshape(-1, 4, 4)
         out = []
         for s, off in zip(self.skins, self.offsets, strict=True):
             out.append(nodes if off is None else buf[off:off + s.palette_size])
