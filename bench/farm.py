@@ -12,8 +12,9 @@ way in each mode, into a fresh store each time, and prints:
 * Celery's overhead per frame against the local runner with the same 2 processes:
   (t_celery - t_local2) / frames, and the same with the local pool's start-up taken out of the
   local time, since Celery workers are started once and stay up. Start-up is measured by a job of
-  one frame per batch: spawning, imports, GL contexts, and llvmpipe compiling the shader and blend
-  variants on first draw (a warm Celery process has done all of that already).
+  one frame per batch, for 1 and for 2 processes: spawning, imports, GL contexts, and llvmpipe
+  compiling the shader and blend variants on first draw (a warm Celery process has done all of that
+  already); the scaling is printed with and without it.
 
 Celery runs against a real worker subprocess (`celery -A tasks worker --pool prefork
 --concurrency 2`) on the given Redis database, with its own queue; only that queue's keys are
@@ -166,6 +167,7 @@ def main() -> int:
         for _ in range(args.repeat):
             for mode, kw in (("local x1", {"broker": "local", "workers": 1}),
                              ("local x2", {"broker": "local", "workers": 2}),
+                             ("start x1", {"broker": "local", "workers": 1, "manifest": warm}),
                              ("start x2", {"broker": "local", "workers": 2, "manifest": warm}),
                              ("celery x2", {"broker": args.redis})):
                 n += 1
@@ -185,9 +187,13 @@ def main() -> int:
     for mode in ("local x1", "local x2", "celery x2"):
         print(f"  {mode:10s} {best[mode]:7.3f} s  {frames / best[mode]:8.1f} frames/s")
     start = best["start x2"]
-    print(f"  (local x2 start-up: {start:.3f} s, a job of one frame per batch in a fresh pool)")
+    print(f"  (local start-up: x1 {best['start x1']:.3f} s, x2 {start:.3f} s: a job of one frame per batch in a"
+          f" fresh pool)")
     scaling = best["local x1"] / best["local x2"]
     print(f"scaling local x2 / x1: {scaling:.2f}x (2 processes, LP_NUM_THREADS=1 each; ideal 2.00 on 2 free cores)")
+    warm1, warm2 = best["local x1"] - best["start x1"], best["local x2"] - start
+    if warm1 > 0 and warm2 > 0:
+        print(f"scaling with each pool's start-up taken out: {warm1 / warm2:.2f}x (what long-lived workers see)")
     over = (best["celery x2"] - best["local x2"]) / frames * 1000
     over_warm = (best["celery x2"] - max(best["local x2"] - start, 1e-9)) / frames * 1000
     print(f"celery overhead per frame vs local x2: {over:+.3f} ms (local start-up included),"
