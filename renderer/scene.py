@@ -238,11 +238,11 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
 
     offsets = upload_palettes(pose, palette)
 
-    GL.glEnable(GL.GL_DEPTH_TEST)
-    GL.glDepthFunc(GL.GL_LEQUAL)
-    GL.glFrontFace(GL.GL_CCW)
     cache = StateCache()  # the loop sets only what differs from the layer before
     gl = cache.gl
+    cache.enable(GL.GL_DEPTH_TEST, True)
+    cache.depth_func(GL.GL_LEQUAL)
+    gl.glFrontFace(GL.GL_CCW)
     texture_2d = GL.GL_TEXTURE_2D
     visible, geoset_alpha, geoset_color = pose.geoset_visible, pose.geoset_alpha, pose.geoset_color
     layer_alphas, uv_matrices = pose.layer_alpha, pose.uv_matrices
@@ -271,7 +271,8 @@ def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lig
             cache.uniform(prog, loc["u_opaque"], gl.glUniform1i, 1 if st.opaque else 0)
             cache.uniform(prog, loc["u_sphere_env"], gl.glUniform1i, p.sphere_env)
             cache.uniform_matrix(prog, loc["u_uv_matrix"], gl.glUniformMatrix3fv,
-                                 uv_matrices[p.texture_animation] if p.texture_animation >= 0 else _NO_UV_ANIMATION)
+                                 uv_matrices[p.texture_animation] if p.texture_animation >= 0 else _NO_UV_ANIMATION,
+                                 key=p.texture_animation)
             buf.use_uv_set(p.coord_id)
             buf.draw(gl)
     check("drawing the model's layers")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from render_util import FRONT_CAMERA, layer, quad, render, renderer, solid, write_model
+from render_util import FRONT_CAMERA, layer, quad, renderer, solid, write_model
 
 from renderer import blending
 from renderer.gl.calls import CHECK_ENV, GLCallError, check, fast
@@ -110,30 +110,48 @@ def test_a_gl_error_in_the_layer_loop_fails_the_frame_and_the_next_frame_is_fine
     assert np.array_equal(r.render(model, spec).rgba, good.rgba)
 
 
+_FRAMES = """
+import hashlib, json, sys
+from pathlib import Path
+from renderer.formats.mdx import load_mdx
+from renderer.frame import FrameSpec, Renderer
+from renderer.gl.calls import fast
+from OpenGL.error import GLError
+r = Renderer()
+out = {}
+for path in sorted(Path(sys.argv[1]).glob("*.mdx")):
+    model = load_mdx(path)
+    for t in (0, 250, 900):
+        f = r.render(model, FrameSpec(width=96, height=96, sequence=0, time_ms=t))
+        out[f"{path.name}@{t}"] = hashlib.sha256(f.rgba.tobytes()).hexdigest()
+out["checked"] = fast().checked
+try:
+    fast().glEnable(0x1234)
+    out["raised"] = False
+except GLError:
+    out["raised"] = True
+print(json.dumps(out))
+"""
+
+
 def test_the_debug_switch_checks_every_call_and_gives_the_same_bytes(tmp_path):
-    """RENDERER_GL_CHECK=1: PyOpenGL's checked functions (an error raises at the call); frames are
-    byte-identical to the unchecked path."""
-    path = write_model(tmp_path, "two", [layer(0), layer(2, alpha=0.5)], {"a.tga": solid((30, 200, 90, 255))},
-                       [quad(), quad(x=5, half=10, material=1)])
-    unchecked = render(path).rgba
-    script = (
-        "import sys, numpy as np\n"
-        "sys.path.insert(0, 'tests')\n"
-        "from render_util import render\n"
-        "from renderer.gl.calls import fast\n"
-        "from OpenGL.error import GLError\n"
-        f"img = render(__import__('pathlib').Path({str(path)!r})).rgba\n"
-        "np.save(sys.argv[1], img)\n"
-        "assert fast().checked\n"
-        "try:\n"
-        "    fast().glEnable(0x1234)\n"
-        "except GLError:\n"
-        "    print('raised at the call')\n"
-    )
-    out = tmp_path / "checked.npy"
-    env = dict(os.environ, **{CHECK_ENV: "1"})
-    done = subprocess.run([sys.executable, "-c", script, str(out)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "raised at the call" in done.stdout
-    assert np.array_equal(np.load(out), unchecked)
+    """RENDERER_GL_CHECK=1: PyOpenGL's checked functions (an error raises at the call); the sample
+    models (textures, texture animation, blend modes, particles and ribbons) give byte-identical
+    frames either way."""
+    import json
+
+    from renderer.samples import write_samples
+
+    write_samples(tmp_path)
+    runs = {}
+    for checking in ("0", "1"):
+        env = dict(os.environ, **{CHECK_ENV: checking})
+        done = subprocess.run([sys.executable, "-c", _FRAMES, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs[checking] = json.loads(done.stdout.strip().splitlines()[-1])
+    unchecked, checked = runs["0"], runs["1"]
+    assert (unchecked.pop("checked"), unchecked.pop("raised")) == (False, False)
+    assert (checked.pop("checked"), checked.pop("raised")) == (True, True)
+    assert len(unchecked) >= 9
+    assert checked == unchecked

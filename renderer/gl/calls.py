@@ -4,12 +4,13 @@ PyOpenGL runs glGetError after every call and routes array arguments through its
 this process the check cannot be switched off (`PYOPENGL_ERROR_CHECKING=0` breaks PyOpenGL 3.1's
 EGL bindings), and in the layer loop it is about half of a call's Python cost. `fast()` gives the
 loop's entry points as bare ctypes functions: scalar arguments as they are, pointer arguments as
-integers (`array.ctypes.data`, or a byte offset into a bound buffer). The loop then calls `check`
-once after its draws, so a GL error still fails the frame, naming the step.
+`ctypes.c_void_p` (of `array.ctypes.data`, or of a byte offset into a bound buffer). The loop then
+calls `check` once after its draws, so a GL error still fails the frame, naming the step.
 
 ``RENDERER_GL_CHECK=1`` in the environment makes `fast()` return PyOpenGL's own checked functions
-instead (the same arguments work: PyOpenGL accepts integers for pointers), to find the call that
-failed. The choice is read once per process, when `fast()` is first called.
+instead (the same arguments work: PyOpenGL takes a c_void_p as a pointer, where it would read a
+plain integer as a value), to find the call that failed; the frames are the same bytes. The choice
+is read once per process, when `fast()` is first called.
 """
 
 from __future__ import annotations
@@ -25,16 +26,30 @@ _POINTER = ctypes.c_void_p
 _CALLS: dict[str, tuple | None] = {
     "glActiveTexture": None,
     "glBindBuffer": None,
+    "glBindFramebuffer": None,
     "glBindTexture": None,
     "glBindVertexArray": None,
     "glBlendFuncSeparate": None,
+    "glClear": None,
+    "glClearColor": None,
+    "glClearDepth": None,
+    "glClearStencil": None,
+    "glColorMask": None,
     "glCullFace": None,
     "glDepthFunc": None,
     "glDepthMask": None,
     "glDisable": None,
     "glDrawArrays": None,
+    "glDrawArraysInstanced": None,
     "glDrawElements": (ctypes.c_uint, ctypes.c_int, ctypes.c_uint, _POINTER),
     "glEnable": None,
+    "glFrontFace": None,
+    "glGetIntegerv": (ctypes.c_uint, _POINTER),
+    "glPixelStorei": None,
+    "glReadBuffer": None,
+    "glStencilMask": None,
+    "glViewport": None,
+    "glReadPixels": (ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, _POINTER),
     "glUniform1f": None,
     "glUniform1i": None,
     "glUniform3f": None,
@@ -64,8 +79,10 @@ def _bare(gl, name: str, argtypes):
     while hasattr(base, "wrappedOperation"):  # a Wrapper's C function
         base = base.wrappedOperation
     dll = platform.PLATFORM.GL
+    # Every function in the table returns void; PyOpenGL's Python-level wrappers (glReadPixels,
+    # glGetIntegerv) carry no ctypes types, so the table gives their argument types.
     prototype = platform.PLATFORM.functionTypeFor(dll)(
-        base.restype, *(argtypes if argtypes is not None else base.argtypes))
+        getattr(base, "restype", None), *(argtypes if argtypes is not None else base.argtypes))
     return ctypesloader.buildFunction(prototype, name, dll)
 
 
@@ -81,6 +98,16 @@ def fast() -> SimpleNamespace:
         else:
             _fast = SimpleNamespace(**{name: _bare(GL, name, types) for name, types in _CALLS.items()}, checked=False)
     return _fast
+
+
+def get_integer(pname: int) -> int:
+    """glGetIntegerv of one value, through `fast()` (PyOpenGL's own when checking)."""
+    gl = fast()
+    if gl.checked:
+        return int(gl.glGetIntegerv(pname))
+    value = ctypes.c_int(0)
+    gl.glGetIntegerv(pname, ctypes.c_void_p(ctypes.addressof(value)))
+    return value.value
 
 
 class GLCallError(RuntimeError):

@@ -109,17 +109,19 @@ class Framebuffer:
     def _bindings() -> tuple[int, int]:
         from OpenGL import GL
 
-        return (
-            int(GL.glGetIntegerv(GL.GL_DRAW_FRAMEBUFFER_BINDING)),
-            int(GL.glGetIntegerv(GL.GL_READ_FRAMEBUFFER_BINDING)),
-        )
+        from .calls import get_integer
+
+        return get_integer(GL.GL_DRAW_FRAMEBUFFER_BINDING), get_integer(GL.GL_READ_FRAMEBUFFER_BINDING)
 
     @staticmethod
     def _restore(draw: int, read: int) -> None:
         from OpenGL import GL
 
-        GL.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, draw)
-        GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, read)
+        from .calls import fast
+
+        gl = fast()
+        gl.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, draw)
+        gl.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, read)
 
     @staticmethod
     def _renderbuffer_param(rbo: int, pname) -> int:
@@ -181,8 +183,11 @@ class Framebuffer:
         self._check_alive()
         from OpenGL import GL
 
-        GL.glBindFramebuffer(GL.GL_FRAMEBUFFER, self.fbo)
-        GL.glViewport(0, 0, self.width, self.height)
+        from .calls import fast
+
+        gl = fast()
+        gl.glBindFramebuffer(GL.GL_FRAMEBUFFER, self.fbo)
+        gl.glViewport(0, 0, self.width, self.height)
 
     def clear(self, rgba=(0.0, 0.0, 0.0, 0.0), depth: float = 1.0, stencil: int = 0) -> None:
         """Bind, then clear colour (floats in 0..1; alpha defaults to 1), depth and stencil.
@@ -198,14 +203,18 @@ class Framebuffer:
         self.bind()
         from OpenGL import GL
 
-        GL.glDisable(GL.GL_SCISSOR_TEST)
-        GL.glColorMask(GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE)
-        GL.glDepthMask(GL.GL_TRUE)
-        GL.glStencilMask(0xFF)
-        GL.glClearColor(*values)
-        GL.glClearDepth(depth)
-        GL.glClearStencil(stencil)
-        GL.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT | GL.GL_STENCIL_BUFFER_BIT)
+        from .calls import check, fast
+
+        gl = fast()
+        gl.glDisable(GL.GL_SCISSOR_TEST)
+        gl.glColorMask(GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE, GL.GL_TRUE)
+        gl.glDepthMask(GL.GL_TRUE)
+        gl.glStencilMask(0xFF)
+        gl.glClearColor(*values)
+        gl.glClearDepth(float(depth))
+        gl.glClearStencil(int(stencil))
+        gl.glClear(GL.GL_COLOR_BUFFER_BIT | GL.GL_DEPTH_BUFFER_BIT | GL.GL_STENCIL_BUFFER_BIT)
+        check(f"clearing the {self.width}x{self.height} frame")
 
     def resolve(self) -> None:
         """Blit the multisampled colour into the single-sample FBO (no-op without MSAA)."""
@@ -226,23 +235,26 @@ class Framebuffer:
         self._check_alive()
         from OpenGL import GL
 
+        from .calls import check, fast, get_integer
+
+        gl = fast()
         self.resolve()
         prev_draw, prev_read = self._bindings()
-        prev_align = int(GL.glGetIntegerv(GL.GL_PACK_ALIGNMENT))
-        prev_pbo = int(GL.glGetIntegerv(GL.GL_PIXEL_PACK_BUFFER_BINDING))
+        prev_align = get_integer(GL.GL_PACK_ALIGNMENT)
+        prev_pbo = get_integer(GL.GL_PIXEL_PACK_BUFFER_BINDING)
         out = np.empty((self.height, self.width, 4), dtype=np.uint8)
         try:
-            GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
-            GL.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.resolve_fbo)
-            GL.glReadBuffer(GL.GL_COLOR_ATTACHMENT0)
-            GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
-            GL.glReadPixels(
-                0, 0, self.width, self.height, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, out.ctypes.data_as(ctypes.c_void_p)
-            )
+            gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, 0)
+            gl.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.resolve_fbo)
+            gl.glReadBuffer(GL.GL_COLOR_ATTACHMENT0)
+            gl.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+            gl.glReadPixels(0, 0, self.width, self.height, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE,
+                            ctypes.c_void_p(out.ctypes.data))
         finally:
-            GL.glPixelStorei(GL.GL_PACK_ALIGNMENT, prev_align)
-            GL.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, prev_pbo)
+            gl.glPixelStorei(GL.GL_PACK_ALIGNMENT, prev_align)
+            gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, prev_pbo)
             self._restore(prev_draw, prev_read)
+        check(f"reading back the {self.width}x{self.height} frame")
         return np.ascontiguousarray(out[::-1])
 
     def delete(self) -> None:

@@ -23,7 +23,8 @@ import ctypes
 
 import numpy as np
 
-from .state import apply_state
+from .calls import check
+from .state import StateCache
 
 PARTICLE_VERTEX = """
 #version 330 core
@@ -171,6 +172,7 @@ class EffectPrograms:
         self._instance_capacity = 0
         self._ribbon_capacity = 0
         self.draw_calls = 0
+        self._cache: StateCache | None = None  # between a begin_* and `end`
 
     # -- particles ------------------------------------------------------------------------------
 
@@ -194,10 +196,17 @@ class EffectPrograms:
             GL.glBufferSubData(GL.GL_ARRAY_BUFFER, 0, data.nbytes, data)
         GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
 
+    def _state(self) -> StateCache:
+        """The state cache of the current run of draws (from the first begin_* to `end`)."""
+        if self._cache is None:
+            self._cache = StateCache()
+        return self._cache
+
     def begin_particles(self, view: np.ndarray, projection: np.ndarray) -> None:
         from OpenGL import GL
 
-        GL.glUseProgram(self.particle)
+        st = self._state()
+        st.use_program(self.particle)
         loc = self.ploc
         GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(view, np.float32))
         GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, np.asarray(projection, np.float32))
@@ -207,7 +216,7 @@ class EffectPrograms:
         GL.glUniform3f(loc["u_up"], *rot[1])
         GL.glUniform3f(loc["u_back"], *rot[2])
         GL.glUniform1i(loc["u_texture"], 0)
-        GL.glActiveTexture(GL.GL_TEXTURE0)
+        st.active_texture(0)
         GL.glBindVertexArray(self.particle_vao)
 
     def draw_particles(self, first: int, count: int, texture: int, state, shade: float) -> None:
@@ -216,17 +225,19 @@ class EffectPrograms:
 
         if count <= 0:
             return
-        apply_state(state)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, texture)
-        GL.glUniform1f(self.ploc["u_alpha_test"], state.alpha_test)
-        GL.glUniform1f(self.ploc["u_shade"], shade)
-        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.instance_vbo)
+        st = self._state()
+        gl = st.gl
+        st.apply(state)
+        st.bind_texture(0, GL.GL_TEXTURE_2D, texture)
+        st.uniform(self.particle, self.ploc["u_alpha_test"], gl.glUniform1f, state.alpha_test)
+        st.uniform(self.particle, self.ploc["u_shade"], gl.glUniform1f, shade)
+        gl.glBindBuffer(GL.GL_ARRAY_BUFFER, self.instance_vbo)
         stride = INSTANCE_FLOATS * 4
         base = first * stride
         for loc, size, off in ((1, 3, 0), (2, 3, 3), (3, 4, 6), (4, 4, 10), (5, 2, 14)):
-            GL.glVertexAttribPointer(loc, size, GL.GL_FLOAT, GL.GL_FALSE, stride, ctypes.c_void_p(base + off * 4))
-        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
-        GL.glDrawArraysInstanced(GL.GL_TRIANGLE_STRIP, 0, 4, count)
+            gl.glVertexAttribPointer(loc, size, GL.GL_FLOAT, GL.GL_FALSE, stride, ctypes.c_void_p(base + off * 4))
+        gl.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
+        gl.glDrawArraysInstanced(GL.GL_TRIANGLE_STRIP, 0, 4, count)
         self.draw_calls += 1
 
     # -- ribbons --------------------------------------------------------------------------------
@@ -234,12 +245,13 @@ class EffectPrograms:
     def begin_ribbons(self, view: np.ndarray, projection: np.ndarray) -> None:
         from OpenGL import GL
 
-        GL.glUseProgram(self.ribbon)
+        st = self._state()
+        st.use_program(self.ribbon)
         loc = self.rloc
         GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(view, np.float32))
         GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, np.asarray(projection, np.float32))
         GL.glUniform1i(loc["u_texture"], 0)
-        GL.glActiveTexture(GL.GL_TEXTURE0)
+        st.active_texture(0)
         GL.glBindVertexArray(self.ribbon_vao)
 
     def draw_ribbon(self, first: int, count: int, texture: int, state, color, uv_matrix, shade: float,
@@ -248,20 +260,27 @@ class EffectPrograms:
 
         if count < 4:
             return
-        apply_state(state, depth_test, depth_write)
-        GL.glBindTexture(GL.GL_TEXTURE_2D, texture)
-        loc = self.rloc
-        GL.glUniform4f(loc["u_color"], *(float(c) for c in color))
-        GL.glUniform1f(loc["u_alpha_test"], state.alpha_test)
-        GL.glUniform1i(loc["u_opaque"], 1 if state.opaque else 0)
-        GL.glUniform1f(loc["u_shade"], shade)
-        GL.glUniformMatrix3fv(loc["u_uv_matrix"], 1, GL.GL_TRUE, np.asarray(uv_matrix, np.float32))
-        GL.glDrawArrays(GL.GL_TRIANGLE_STRIP, first, count)
+        st = self._state()
+        gl = st.gl
+        st.apply(state, depth_test, depth_write)
+        st.bind_texture(0, GL.GL_TEXTURE_2D, texture)
+        loc, prog = self.rloc, self.ribbon
+        st.uniform(prog, loc["u_color"], gl.glUniform4f, *(float(c) for c in color))
+        st.uniform(prog, loc["u_alpha_test"], gl.glUniform1f, state.alpha_test)
+        st.uniform(prog, loc["u_opaque"], gl.glUniform1i, 1 if state.opaque else 0)
+        st.uniform(prog, loc["u_shade"], gl.glUniform1f, shade)
+        st.uniform_matrix(prog, loc["u_uv_matrix"], gl.glUniformMatrix3fv, uv_matrix)
+        gl.glDrawArrays(GL.GL_TRIANGLE_STRIP, first, count)
         self.draw_calls += 1
 
     def end(self) -> None:
+        """After a run of draws: raise a GL error they left (`renderer.gl.calls.check`), then leave
+        blending off, depth test and writes on, texture unit 0 active."""
         from OpenGL import GL
 
+        self._cache = None
+        check("drawing particles and ribbons")
+        GL.glActiveTexture(GL.GL_TEXTURE0)
         GL.glBindVertexArray(0)
         GL.glDepthMask(GL.GL_TRUE)
         GL.glDisable(GL.GL_BLEND)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+
 _FACTORS: dict[str, int] = {}
 
 
@@ -78,14 +80,18 @@ class StateCache:
         if state.blend is not None and self._set("blend", state.blend):
             gl.glBlendFuncSeparate(*(blend_factor(f) for f in state.blend))
         self.enable(GL.GL_DEPTH_TEST, depth_test)
-        if depth_test and self._set("depth_func", GL.GL_LEQUAL):
-            gl.glDepthFunc(GL.GL_LEQUAL)
+        if depth_test:
+            self.depth_func(GL.GL_LEQUAL)
         write = state.depth_write if depth_write is None else depth_write
         if self._set("depth_mask", bool(write)):
             gl.glDepthMask(GL.GL_TRUE if write else GL.GL_FALSE)
         self.enable(GL.GL_CULL_FACE, cull)
         if cull and self._set("cull_face", GL.GL_BACK):
             gl.glCullFace(GL.GL_BACK)
+
+    def depth_func(self, func: int) -> None:
+        if self._set("depth_func", func):
+            self.gl.glDepthFunc(func)
 
     def use_program(self, program: int) -> None:
         if self._set("program", program):
@@ -114,16 +120,25 @@ class StateCache:
             self._uniforms[key] = values
             setter(location, *values)
 
-    def uniform_matrix(self, program: int, location: int, setter, matrix) -> None:
-        """A float32 matrix uniform (row-major, transposed by GL) unless already set."""
+    def uniform_matrix(self, program: int, location: int, setter, matrix, key=None) -> None:
+        """A float32 matrix uniform (row-major, transposed by GL) unless already set. `key`, when
+        given, stands for the matrix's value while this cache lives (e.g. the index of a texture
+        animation within one frame), so an unchanged matrix is not even converted."""
         import numpy as np
 
-        m = np.ascontiguousarray(matrix, np.float32)
-        key = (program, location)
-        data = m.tobytes()
-        if self._uniforms.get(key) != data:
-            self._uniforms[key] = data
-            setter(location, 1, 1, m.ctypes.data)
+        slot = (program, location)
+        if key is not None:
+            if self._uniforms.get(slot, _UNSET) == ("key", key):
+                return
+            m = np.ascontiguousarray(matrix, np.float32)
+            self._uniforms[slot] = ("key", key)
+        else:
+            m = np.ascontiguousarray(matrix, np.float32)
+            data = m.tobytes()
+            if self._uniforms.get(slot) == data:
+                return
+            self._uniforms[slot] = data
+        setter(location, 1, 1, ctypes.c_void_p(m.ctypes.data))
 
 
 _UNSET = object()
