@@ -309,10 +309,17 @@ def _prune_empty(folder: Path) -> None:
 
 
 def _sheets(entries: list[dict], out: Path, opts: ThumbnailOptions, state: State) -> int:
+    """Draw the sheets whose entries changed. They are drawn in threads, one per core: Pillow
+    releases the GIL while it composites, draws text and encodes, and these run after the pool has
+    finished (each sheet's bytes depend on its entries only, so the order does not matter)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from farm.run.local import default_workers
+
     n = int(opts.sheet)
     groups = [entries[i:i + n] for i in range(0, len(entries), n)] if n else []
     wanted: dict[str, str] = {}
-    written = 0
+    todo: list[tuple[str, list[dict]]] = []
     for i, group in enumerate(groups):
         name = f"sheets/sheet-{i + 1:04d}.{opts.format}"
         body = [SHEET_VERSION, n, int(opts.size), opts.format,
@@ -323,11 +330,21 @@ def _sheets(entries: list[dict], out: Path, opts: ThumbnailOptions, state: State
         wanted[name] = fp
         if state.sheets.get(name) == fp and (out / name).is_file():
             continue
+        todo.append((name, group))
+
+    def draw(job: tuple[str, list[dict]]) -> None:
+        name, group = job
         atomic_write(out / name, sheet_bytes(draw_sheet(group, out, n, int(opts.size)), opts.format), state.tmp)
-        written += 1
+
+    if len(todo) > 1:
+        with ThreadPoolExecutor(max_workers=min(len(todo), default_workers())) as pool:
+            list(pool.map(draw, todo))
+    else:
+        for job in todo:
+            draw(job)
     for name in set(state.sheets) - set(wanted):
         p = _inside(out, name)
         if p is not None:
             p.unlink(missing_ok=True)
     state.sheets = wanted
-    return written
+    return len(todo)
