@@ -240,6 +240,7 @@ def render_vs_floor(paths, rounds: int, size: int = 512) -> None:
 
     from renderer.camera import resolve_camera
     from renderer.frame import FrameSpec, Renderer
+    from renderer.gl.framebuffer import Framebuffer
     from renderer.gl.shaders import build_program
 
     r = Renderer()
@@ -264,7 +265,10 @@ def render_vs_floor(paths, rounds: int, size: int = 512) -> None:
         gpu = r._gpu(model, specs[0])
         cam = resolve_camera("auto", model, seq)
         mvp = (cam.projection(1.0) @ cam.view()).astype(np.float32)
-        floor_ms = best(rounds, draw_floor, gpu, prog, mvp, size) * 1e3
+        fb = Framebuffer(size, size)  # kept for the rounds, as the renderer keeps its own
+        draw_floor(gpu, prog, mvp, size, fb)
+        floor_ms = best(rounds, draw_floor, gpu, prog, mvp, size, fb) * 1e3
+        fb.delete()
         print(f"{p.stem[:26]:26s} {anim_ms:8.2f}m {still_ms:7.2f}m {floor_ms:8.2f}m {anim_ms / floor_ms:9.2f}x")
         r.forget(model)
     r.close()

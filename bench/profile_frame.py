@@ -37,8 +37,14 @@ def floor(r: Renderer, model, spec) -> float:
     gpu = r._gpu(model, spec)
     cam = resolve_camera("auto", model, 0 if model.sequences else None)
     mvp = (cam.projection(1.0) @ cam.view()).astype(np.float32)
-    draw_floor(gpu, prog, mvp, spec.width)
-    return best(7, draw_floor, gpu, prog, mvp, spec.width)
+    from renderer.gl.framebuffer import Framebuffer
+
+    fb = Framebuffer(spec.width, spec.width)  # kept for the rounds, as the renderer keeps its own
+    draw_floor(gpu, prog, mvp, spec.width, fb)
+    try:
+        return best(7, draw_floor, gpu, prog, mvp, spec.width, fb)
+    finally:
+        fb.delete()
 
 
 def main() -> int:

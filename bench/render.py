@@ -58,20 +58,16 @@ def best(rounds: int, fn, *args) -> float:
     return min(times)
 
 
-_FLOOR_FB: dict = {}  # size -> the floor's framebuffer, made once (the renderer reuses its own too)
-
-
-def draw_floor(gpu, program: int, mvp, size: int) -> None:
-    """The same vertex buffers, a constant-colour shader, depth test, one readback, into a
-    framebuffer of this size kept between calls (as the renderer keeps its own)."""
+def draw_floor(gpu, program: int, mvp, size: int, fb=None) -> None:
+    """The same vertex buffers, a constant-colour shader, depth test, one readback, into `fb` (a
+    Framebuffer of this size that the caller keeps between calls, as the renderer keeps its own),
+    or into a new one made and deleted for this call."""
     from OpenGL import GL
 
     from renderer.gl.framebuffer import Framebuffer
 
-    fb = _FLOOR_FB.get(size)
-    if fb is None or fb.deleted:
-        fb = _FLOOR_FB[size] = Framebuffer(size, size)
-    fb.clear((0, 0, 0, 0))
+    target = fb if fb is not None else Framebuffer(size, size)
+    target.clear((0, 0, 0, 0))
     GL.glEnable(GL.GL_DEPTH_TEST)
     GL.glUseProgram(program)
     GL.glUniformMatrix4fv(GL.glGetUniformLocation(program, "u_mvp"), 1, GL.GL_TRUE, mvp)
@@ -80,7 +76,9 @@ def draw_floor(gpu, program: int, mvp, size: int) -> None:
             GL.glBindVertexArray(buf.vao)
             buf.draw()
     GL.glBindVertexArray(0)
-    fb.read_rgba()
+    target.read_rgba()
+    if fb is None:
+        target.delete()
 
 
 def paired(rounds: int, a, b) -> tuple[float, float, float]:
@@ -104,6 +102,7 @@ def main() -> int:
     import numpy as np
 
     from renderer.camera import resolve_camera
+    from renderer.gl.framebuffer import Framebuffer
     from renderer.gl.shaders import build_program
 
     r = Renderer()
@@ -111,7 +110,7 @@ def main() -> int:
     print(f"GL: {info['renderer']} | {info['version']} | {args.size}x{args.size}, {args.rounds} rounds of frame then"
           f" floor: best times, median of the per-round ratios")
     print(f"{'model':<14}{'render ms':>11}{'floor ms':>10}{'ratio':>8}   triangles")
-    floor_prog = None
+    floor_prog = floor_fb = None
     for name, rel, assets in MODELS:
         path = CORPUS / rel
         if not path.exists():
@@ -126,9 +125,11 @@ def main() -> int:
         gpu = r._gpu(model, spec)
         cam = resolve_camera("auto", model, 0 if model.sequences else None)
         mvp = (cam.projection(1.0) @ cam.view()).astype(np.float32)
-        draw_floor(gpu, floor_prog, mvp, args.size)
+        if floor_fb is None:
+            floor_fb = Framebuffer(args.size, args.size)
+        draw_floor(gpu, floor_prog, mvp, args.size, floor_fb)
         render_s, floor_s, ratio = paired(args.rounds, partial(r.render, model, spec),
-                                          partial(draw_floor, gpu, floor_prog, mvp, args.size))
+                                          partial(draw_floor, gpu, floor_prog, mvp, args.size, floor_fb))
         tris = sum(len(g.triangles) for g in model.geosets)
         print(f"{name:<14}{render_s * 1e3:>11.2f}{floor_s * 1e3:>10.2f}{ratio:>7.2f}x   {tris}")
         r.forget(model)
