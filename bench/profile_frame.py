@@ -1,5 +1,6 @@
 """Where a still frame's milliseconds go, per model: posing, issuing the draw calls (Python and
-PyOpenGL), llvmpipe rasterising them (glFinish), and reading the pixels back.
+PyOpenGL), llvmpipe rasterising them (glFinish), and reading the pixels back; then what a worker
+does next with the frame, encoding it as PNG (ours, and zlib's default strategy for comparison).
 
     .venv/bin/python bench/profile_frame.py [--size 512] [--frames 30]
 
@@ -47,6 +48,31 @@ def floor(r: Renderer, model, spec) -> float:
         fb.delete()
 
 
+def encode_ms(frame, rounds: int) -> tuple[float, float]:
+    """Median ms of the farm's PNG encoding of a frame (`renderer.png.png_bytes`, what a worker does
+    with every frame), and of the same with zlib's default strategy (Pillow's default, level 6)."""
+    import io
+
+    from PIL import Image
+
+    from renderer.png import png_bytes
+
+    def default() -> bytes:
+        buf = io.BytesIO()
+        Image.fromarray(frame.rgba, "RGBA").save(buf, "PNG", compress_level=6)
+        return buf.getvalue()
+
+    out = []
+    for fn in (lambda: png_bytes(frame.rgba, frame.trace), default):
+        times = []
+        for _ in range(rounds):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        out.append(statistics.median(times) * 1000)
+    return out[0], out[1]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=512)
@@ -78,7 +104,8 @@ def main() -> int:
     scene.draw_model = draw
     Framebuffer.read_rgba = timed("read back", real_read)
     Renderer._pose = timed("pose", real_pose)
-    print(f"{'model':<14}{'total':>8}{'pose':>8}{'issue':>8}{'raster':>8}{'read':>8}{'floor':>8}  (ms, median)")
+    print(f"{'model':<14}{'total':>8}{'pose':>8}{'issue':>8}{'raster':>8}{'read':>8}{'floor':>8}{'png':>8}"
+          f"{'png-zlib':>9}  (ms, median)")
     for name, rel, assets in MODELS:
         path = CORPUS / rel
         if not path.is_file():
@@ -93,12 +120,13 @@ def main() -> int:
         totals = []
         for _ in range(args.frames):
             t = time.perf_counter()
-            r.render(model, spec)
+            frame = r.render(model, spec)
             totals.append(time.perf_counter() - t)
         med = {k: statistics.median(v) * 1000 for k, v in phases.items()}
         fl = floor(r, model, spec) * 1000
+        png, png_zlib = encode_ms(frame, args.frames)
         print(f"{name:<14}{statistics.median(totals) * 1000:8.2f}{med['pose']:8.2f}{med['issue draws']:8.2f}"
-              f"{med['rasterise (glFinish)']:8.2f}{med['read back']:8.2f}{fl:8.2f}")
+              f"{med['rasterise (glFinish)']:8.2f}{med['read back']:8.2f}{fl:8.2f}{png:8.2f}{png_zlib:9.2f}")
         r.close()
     return 0
 

@@ -1,7 +1,7 @@
 r"""`farm thumbnails` throughput on the corpus: models per minute with 1 and 2 local processes.
 
     .venv/bin/python bench/thumbnails.py [--corpus ../shared/corpus] [--size 256] [--repeat 3]
-                                         [--format png|webp]
+                                         [--format png|webp] [--copies K] [--shared N]
 
 Each run makes the thumbnails of every model under the corpus into a fresh folder (nothing is up to
 date: every model is hashed, loaded, rendered, encoded and written; contact sheets and the index are
@@ -11,7 +11,9 @@ interleaved and the best of --repeat is kept, so both see the same machine load.
 * models per minute for x1 and x2, and the ratio x2 / x1 (the scaling of the process pool);
 * start-up: the same command on a folder with one small model (spawning the pool, imports, GL
   contexts, llvmpipe compiling shaders on first draw); and the rate with that taken out, which is
-  what a large tree approaches, since the corpus itself takes only a few seconds.
+  what a large tree approaches, since the corpus itself takes only a few seconds. --copies K runs
+  on K copies of the corpus instead, a tree where the fixed costs (start-up, the last contact
+  sheet) weigh less.
 
 With --shared N, also a tree of N models that share one 1024x1024 texture (as hundreds of units
 share `Textures\X.blp`), in one process, with the per-process decode cache (renderer.assets.cache)
@@ -87,6 +89,8 @@ def main() -> int:
     ap.add_argument("--format", choices=("png", "webp"), default="png")
     ap.add_argument("--shared", type=int, default=0, metavar="N", help="also N models sharing one texture:"
                                                                       " the decode cache on and off")
+    ap.add_argument("--copies", type=int, default=1, metavar="K",
+                    help="the tree is K copies of the corpus (a larger tree: fixed costs weigh less)")
     args = ap.parse_args()
     if args.shared:
         shared(args)
@@ -107,14 +111,20 @@ def main() -> int:
         if small is None:
             small = min(corpus.rglob("*.mdx"), key=lambda p: p.stat().st_size)
         shutil.copy(small, one / small.name)
+        tree = corpus
+        if args.copies > 1:
+            tree = tmp / "tree"
+            for k in range(args.copies):
+                shutil.copytree(corpus, tree / f"copy{k + 1}")
         models = failed = 0
         for r in range(args.repeat):
             for w in modes:
-                dt, models, failed = timed([corpus], tmp / f"x{w}-{r}", w, args.size, args.format)
+                dt, models, failed = timed([tree], tmp / f"x{w}-{r}", w, args.size, args.format)
                 best[w] = min(best.get(w, dt), dt)
                 dt1, _, _ = timed([one], tmp / f"start-x{w}-{r}", w, args.size, args.format)
                 start[w] = min(start.get(w, dt1), dt1)
-    print(f"thumbnails of {corpus}: {models} models ({failed} fail to load: placeholder tiles), {args.size} px,"
+    copies = f" x {args.copies} copies" if args.copies > 1 else ""
+    print(f"thumbnails of {corpus}{copies}: {models} models ({failed} fail to load: placeholder tiles), {args.size} px,"
           f" {args.format}; best of {args.repeat}; {default_workers()} cores available")
     for w in modes:
         steady = models / max(best[w] - start[w], 1e-9) * 60

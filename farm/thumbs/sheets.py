@@ -17,6 +17,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from renderer.png import PNG_OPTIONS
+
 __all__ = ["SHEET_VERSION", "caption_lines", "draw_sheet", "placeholder_tile", "sheet_bytes", "short_error",
            "tile_size"]
 
@@ -129,5 +131,5 @@ def sheet_bytes(im: Image.Image, fmt: str) -> bytes:
     if fmt == "webp":
         im.save(buf, "WEBP", lossless=True, quality=80, method=4)
     else:
-        im.save(buf, "PNG", compress_level=6)
+        im.save(buf, "PNG", **PNG_OPTIONS)
     return buf.getvalue()
