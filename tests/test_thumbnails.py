@@ -232,6 +232,24 @@ def test_index_json_and_html_escape_every_string(models, tmp_path, capsys):
     assert (out / unquote(evil_src.split("?")[0])).is_file()
 
 
+def test_sheets_drawn_during_the_run_equal_sheets_drawn_from_the_final_index(models, tmp_path):
+    """Sheets are drawn while the pool renders, as soon as their models are done (in threads); each
+    one's bytes equal a sheet drawn afterwards from the index's final entries, and a second run
+    with nothing changed draws none."""
+    from farm.thumbs.sheets import draw_sheet, sheet_bytes
+
+    out = tmp_path / "out"
+    first = make_thumbnails([models], out, ThumbnailOptions(size=48, sheet=2), workers=2, progress=False)
+    index = index_of(out)
+    assert first.sheets_written == len(index["sheets"]) == 3
+    for k, name in enumerate(index["sheets"]):
+        entries = [e for e in index["models"] if e["sheet"] == name]
+        assert entries == index["models"][2 * k:2 * k + 2]
+        assert (out / name).read_bytes() == sheet_bytes(draw_sheet(entries, out, 2, 48), "png")
+    again = make_thumbnails([models], out, ThumbnailOptions(size=48, sheet=2), workers=2, progress=False)
+    assert again.sheets_written == 0 and again.skipped == first.models - len(first.failed)
+
+
 def test_incremental_runs(models, tmp_path):
     out = tmp_path / "out"
     opts = ThumbnailOptions(size=48, sheet=4)

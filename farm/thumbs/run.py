@@ -24,6 +24,7 @@ import hashlib
 import json
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from farm.thumbs.state import State, fingerprint
 from farm.thumbs.work import FORMATS
 from renderer.assets import read_source
 from renderer.frame import RENDERER_VERSION
+from renderer.gl.threads import available_cores
 
 __all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
 
@@ -325,10 +327,6 @@ class _SheetWriter:
     the order of drawing does not matter; a sheet whose entries did not change is not drawn again."""
 
     def __init__(self, found: list[Found], out: Path, opts: ThumbnailOptions, state: State, pending: set[str]):
-        from concurrent.futures import ThreadPoolExecutor
-
-        from farm.run.local import default_workers
-
         n = int(opts.sheet)
         self.n, self.out, self.opts, self.state = n, out, opts, state
         self.groups = [found[i:i + n] for i in range(0, len(found), n)] if n else []
@@ -336,7 +334,7 @@ class _SheetWriter:
         self.waiting = [sum(f.id in pending for f in group) for group in self.groups]
         self.wanted: dict[str, str] = {}  # sheet name -> fingerprint, for the groups submitted
         self.futures: list = []
-        self.pool = ThreadPoolExecutor(max_workers=default_workers(), thread_name_prefix="farm-sheet")
+        self.pool = ThreadPoolExecutor(max_workers=available_cores(), thread_name_prefix="farm-sheet")
         for gi, waiting in enumerate(self.waiting):
             if not waiting:
                 self._submit(gi)
