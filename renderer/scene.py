@@ -142,13 +142,13 @@ def layer_passes(model: Model, animator, order: list[int]) -> list[tuple[int, li
         g = model.geosets[gi]
         mat = model.materials[g.material_id]
         passes = []
+        n_anim = len(model.texture_animations)
         for li in hd.drawn_layers(model, mat):
             layer = mat.layers[li]
             flat = animator.layer_index[(g.material_id, li)]
             st = blending.layer_state(layer.filter_mode)
             flags = layer.shading_flags
             two_sided = flags & blending.TWO_SIDED or mat.flags & 0x2  # layer or material TwoSided
-            n_anim = len(model.texture_animations)
             passes.append(LayerPass(
                 flat=flat, material_id=g.material_id, layer=li, state=st,
                 depth_test=not flags & blending.NO_DEPTH_TEST,

@@ -196,16 +196,21 @@ class EffectPrograms:
             GL.glBufferSubData(GL.GL_ARRAY_BUFFER, 0, data.nbytes, data)
         GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
 
+    def _begin(self) -> StateCache:
+        """A fresh state cache for the draws after a begin_* (never one left from a run of draws
+        that failed before its `end`: its record of the state would be stale)."""
+        self._cache = StateCache()
+        return self._cache
+
     def _state(self) -> StateCache:
-        """The state cache of the current run of draws (from the first begin_* to `end`)."""
-        if self._cache is None:
+        if self._cache is None:  # a draw without a begin_*: know nothing
             self._cache = StateCache()
         return self._cache
 
     def begin_particles(self, view: np.ndarray, projection: np.ndarray) -> None:
         from OpenGL import GL
 
-        st = self._state()
+        st = self._begin()
         st.use_program(self.particle)
         loc = self.ploc
         GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(view, np.float32))
@@ -245,7 +250,7 @@ class EffectPrograms:
     def begin_ribbons(self, view: np.ndarray, projection: np.ndarray) -> None:
         from OpenGL import GL
 
-        st = self._state()
+        st = self._begin()
         st.use_program(self.ribbon)
         loc = self.rloc
         GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, np.asarray(view, np.float32))
