@@ -53,8 +53,7 @@ class ModelGPU:
         self.fallback = upload_texture(np.full((1, 1, 4), 255, np.uint8), False, False)
         self.neutral = {slot: upload_texture(np.array([[rgba]], np.uint8), True, True, mipmaps="none")
                         for slot, rgba in HD_NEUTRAL.items()}
-        self.order = draw_order(model)
-        self.passes = layer_passes(model, self.animator, self.order)
+        self.passes = layer_passes(model, self.animator, draw_order(model))
         self.effects = None  # renderer.fx.draw.EffectResources: particle textures, PREM child models
 
     def delete(self) -> None:

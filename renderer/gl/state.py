@@ -1,4 +1,5 @@
-"""GL blend, depth and culling state from a `renderer.blending.BlendState` (shared by every pass)."""
+"""GL blend, depth and culling state from a `renderer.blending.BlendState`, and the state cache every
+draw loop sets it through."""
 
 from __future__ import annotations
 
@@ -17,34 +18,10 @@ def blend_factor(name: str) -> int:
     return _FACTORS[name]
 
 
-def apply_state(state, depth_test: bool = True, depth_write: bool | None = None, cull: bool = False) -> None:
-    """Blending per `state`, depth test (LEQUAL) on or off, depth writes (default: the state's own),
-    and back-face culling on or off."""
-    from OpenGL import GL
-
-    if state.blend is None:
-        GL.glDisable(GL.GL_BLEND)
-    else:
-        GL.glEnable(GL.GL_BLEND)
-        GL.glBlendFuncSeparate(*(blend_factor(f) for f in state.blend))
-    if depth_test:
-        GL.glEnable(GL.GL_DEPTH_TEST)
-        GL.glDepthFunc(GL.GL_LEQUAL)
-    else:
-        GL.glDisable(GL.GL_DEPTH_TEST)
-    write = state.depth_write if depth_write is None else depth_write
-    GL.glDepthMask(GL.GL_TRUE if write else GL.GL_FALSE)
-    if cull:
-        GL.glEnable(GL.GL_CULL_FACE)
-        GL.glCullFace(GL.GL_BACK)
-    else:
-        GL.glDisable(GL.GL_CULL_FACE)
-
-
 class StateCache:
     """What a draw loop last set (capabilities, blend factors, depth mask, program, textures,
     uniforms), so that a layer sets only what differs from the layer before: the GL state at each
-    draw is exactly what `apply_state` and plain uniform calls would leave, with fewer calls.
+    draw is exactly what setting all of it would leave, with fewer calls.
 
     Valid while nothing else changes that state: a loop makes one, starting from knowing nothing,
     and drops it when it ends. Uses the unchecked calls of `renderer.gl.calls` (the loop checks
@@ -72,7 +49,8 @@ class StateCache:
             (self.gl.glEnable if on else self.gl.glDisable)(cap)
 
     def apply(self, state, depth_test: bool = True, depth_write: bool | None = None, cull: bool = False) -> None:
-        """`apply_state`, skipping what is already set."""
+        """Blending per `state`, depth test (LEQUAL) on or off, depth writes (default: the state's
+        own), and back-face culling on or off; skipping what is already set."""
         from OpenGL import GL
 
         gl = self.gl
