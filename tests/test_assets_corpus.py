@@ -52,7 +52,7 @@ def lookups(search: AssetSearch, model) -> dict:
     return out
 
 
-def test_corpus_maps_were_found():
+def test_corpus_maps_were_found(corpus):
     names = {r.name for r in map_roots()}
     assert {"map", "test map", "silverpine.w3x", "icecrown-citadel.w3x", "risk_asia.w3x"} <= names
 

@@ -2,7 +2,8 @@
 a job completes with every frame exactly once and byte-identical to the local runner, a pool
 process killed mid-batch loses nothing, a model that breaks the loader fails only its own frames.
 
-Redis: the one on 127.0.0.1:6379 (started by scripts/ensure-redis.sh when absent), database 15.
+Redis: the tests' shared one (conftest.REDIS_PORT, MODELFARM_REDIS_PORT; started by scripts/ensure-redis.sh when
+absent), database 15.
 Each session uses its own queue and worker name, and deletes only its own keys.
 """
 
@@ -24,22 +25,14 @@ import pytest
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
+from conftest import REDIS_PORT, ROOT, redis_up, redis_url  # noqa: E402
+
 from farm.celery.app import app, config_from_env  # noqa: E402
 from farm.run.jobs import JobState, retry_job, run_job  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-REDIS = "redis://127.0.0.1:6379/15"
+REDIS = redis_url(15)
 BROKEN_MDX = b"MDLXVERS\x04\x00\x00\x00\x20\x03\x00\x00GEOS\xe8\x03\x00\x00" + bytes(8)
-
-def redis_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
 
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
@@ -47,7 +40,7 @@ def worker(tmp_path_factory):
     if not redis_up():
         subprocess.run(["bash", str(ROOT / "scripts" / "ensure-redis.sh")], capture_output=True, timeout=30)
     if not redis_up():
-        pytest.skip("no Redis on 127.0.0.1:6379 and scripts/ensure-redis.sh could not start one")
+        pytest.skip(f"no Redis on 127.0.0.1:{REDIS_PORT} and scripts/ensure-redis.sh could not start one")
     tag = uuid.uuid4().hex[:8]
     queue, name = f"farm-test-{tag}", f"farmtest-{tag}@{socket.gethostname()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_") and k != "LP_NUM_THREADS"}

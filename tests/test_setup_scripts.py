@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 import redis
+from conftest import REDIS_HOST, REDIS_PORT, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SYSTEM_DEPS = ROOT / "scripts" / "system-deps.sh"
 ENSURE_REDIS = ROOT / "scripts" / "ensure-redis.sh"
 CI_RUN = ROOT / ".ci" / "run"
@@ -55,10 +55,11 @@ def write_exe(path: Path, body: str) -> None:
 # --------------------------------------------------------------------------- ensure-redis.sh
 
 
-def test_ensure_redis_leaves_redis_answering_on_6379():
+def test_ensure_redis_leaves_redis_answering_on_the_tests_port():
+    """make test runs ensure-redis.sh with the environment the tests then see: both use REDIS_PORT."""
     proc = run([BASH, ENSURE_REDIS])
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert redis.Redis(host="127.0.0.1", port=6379, socket_timeout=2).ping() is True
+    assert redis.Redis(host=REDIS_HOST, port=REDIS_PORT, socket_timeout=2).ping() is True
 
 
 def test_ensure_redis_starts_a_throwaway_server_when_none_answers():

@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import redis_url
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
@@ -131,12 +132,12 @@ def test_celery_finds_the_app_and_reports_no_nodes(installed):
     """celery -A farm.celery from the installed package: a clean 'no nodes replied', not an ImportError.
     A database and a destination of its own, so no other test's worker can answer."""
     bin_, env, work = installed
-    env = {**env, "FARM_BROKER_URL": "redis://127.0.0.1:6379/13"}
+    env = {**env, "FARM_BROKER_URL": redis_url(13)}
     r = _run([bin_ / "python", "-m", "celery", "-A", "farm.celery", "inspect", "ping", "--timeout", "2",
               "-d", f"nobody-{uuid.uuid4().hex[:8]}@nowhere"], cwd=work, env=env, check=False, timeout=120)
     out = r.stdout + r.stderr
     if "Connection refused" in out or "Cannot connect" in out:
-        pytest.skip("no Redis on 127.0.0.1:6379")
+        pytest.skip(f"no Redis at {redis_url(13)}")
     assert r.returncode != 0
     assert "No nodes replied" in out, out[-2000:]
     assert "Traceback" not in out and "ImportError" not in out and "ModuleNotFoundError" not in out

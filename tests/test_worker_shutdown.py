@@ -2,7 +2,7 @@
 
 Stopping a worker the way docker/compose.yaml does (SIGTERM with REMAP_SIGTERM=SIGQUIT and
 FARM_SOFT_SHUTDOWN_TIMEOUT) puts the batch it was running back in the queue at once, not after the
-visibility timeout. A real Celery worker on the real Redis (127.0.0.1:6379), with the farm's app
+visibility timeout. A real Celery worker on the tests' Redis (conftest.REDIS_PORT), with the farm's app
 configuration and a long late-acked task standing in for a render batch."""
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ import pytest
 redis = pytest.importorskip("redis")
 yaml = pytest.importorskip("yaml")
 
-BROKER = "redis://127.0.0.1:6379/14"
+from conftest import redis_url  # noqa: E402
+
+BROKER = redis_url(14)
 
 pytestmark = pytest.mark.slow
 
