@@ -13,6 +13,7 @@ GL_ENV := EGL_PLATFORM=surfaceless PYOPENGL_PLATFORM=egl
 
 demo: system-deps venv
 	$(GL_ENV) $(VENV)/bin/farm demo --out demo-out
+	@echo "farm is $(VENV)/bin/farm: '. $(VENV)/bin/activate' puts it on PATH for this shell (README, Quick start)"
 
 test: system-deps venv lint
 	bash scripts/ensure-redis.sh

@@ -376,3 +376,21 @@ def test_docker_build_context_and_dockerignore_fit_the_dockerfile():
         assert not any(fnmatch.fnmatch(needed, pat) for pat in ignored), needed
     for excluded in (".venv", ".git", "out", "demo-out"):
         assert excluded in ignored
+
+
+def test_readme_puts_farm_on_path_after_the_quick_start():
+    """The quick start ends with a working `farm` on PATH: the README's activate line, run in a shell whose
+    PATH has no venv, finds the project's own `farm` and it answers."""
+    readme = (ROOT / "README.md").read_text()
+    quick = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", quick, re.S)
+    assert len(blocks) == 2, "the quick start: the two make commands, then how to put farm on PATH"
+    activate = blocks[1].strip()
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    proc = run([BASH, "-c", f"{activate} && command -v farm && farm --version"], env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    where, version = proc.stdout.split("\n")[:2]
+    assert Path(where).resolve().parent == (ROOT / ".venv" / "bin").resolve()
+    assert version.startswith("farm "), proc.stdout
+    assert "activate" in "\n".join(make_dry_run("demo")), "make demo ends by saying how to get farm on PATH"
