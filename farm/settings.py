@@ -64,6 +64,7 @@ __all__ = [
     "broker_url",
     "check_assets",
     "check_game",
+    "check_image_base",
     "check_events",
     "check_lighting",
     "check_lights",
@@ -256,6 +257,20 @@ def check_events(value, name: str = "events") -> str:
 
 def check_missing_policy(value, name: str = "missing") -> str:
     return check_mode(value, name, MISSING_POLICIES)
+
+
+def check_image_base(value, name: str = "--image-base") -> str | None:
+    """Where a report folder is published, for summary.md's image links: an absolute http(s) URL,
+    or None (no image links). A relative base would give links that break once the summary is
+    posted as a pull-request comment, so it is refused."""
+    if value is None:
+        return None
+    text = _str(value, name).strip()
+    if not re.fullmatch(r"https?://[^/\s?#]+(/\S*)?", text, re.IGNORECASE):
+        raise SettingError(f"{name} must be an absolute http(s) URL where the report folder is published (such as"
+                           f" https://ci.example/job/7/report/), not {value!r}: relative image links break once"
+                           f" summary.md is posted")
+    return text
 
 
 @dataclass(frozen=True)
@@ -489,6 +504,8 @@ def project(start: str | Path | None = None) -> Project | None:
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
         raise SettingError(f"{path}: [defaults] must be a table, not {type_name(defaults)}")
+    if "image_base" in defaults or "image-base" in defaults:
+        check_image_base(defaults.get("image_base", defaults.get("image-base")), f"{path}: [defaults] image_base")
     assets = check_assets(data["assets"], f"{path}: 'assets'", base) if "assets" in data else ()
     broker = _str(data["broker"], f"{path}: 'broker'") if "broker" in data else None
     return Project(path, folder("store"), folder("goldens"), assets, broker,
