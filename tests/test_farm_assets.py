@@ -19,6 +19,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 from farm.cli import main  # noqa: E402
 from farm.run.jobs import run_job  # noqa: E402
 from farm.thumbs import ThumbnailOptions, make_thumbnails  # noqa: E402
+from renderer.formats import load_model, save_model  # noqa: E402
 from renderer.png import read_png  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
 
@@ -153,7 +154,31 @@ def test_diff_names_the_inputs_that_changed_next_to_the_pixels(map_tree, capsys)
     text = capsys.readouterr().out
     assert "changed" in text and "input Textures\\Crate.tga: changed (" in text, text
     assert "Glow.tga" not in text  # missing in both runs: not a change
+    assert "model " not in text  # the model file did not change
     assert base.traces
+
+
+def test_diff_names_a_changed_model_file(map_tree, capsys):
+    """The model file is an input like its textures: a diff whose pixels changed because the model's own
+    bytes did names the model, with both content hashes, and no texture."""
+    manifest = map_tree / "job.toml"
+    manifest.write_text('name = "d"\nsize = "32x32"\ntimestamps = [0]\nsequences = ["Stand"]\n'
+                        'models = ["maps/**/*.mdx"]\n')
+    out = map_tree / "out"
+    base = run_job(manifest, out=out, workers=1, broker="local", progress=False, job_id="base")
+    path = map_tree / "maps" / "keep.w3x" / "war3mapImported" / "units" / "crate.mdx"
+    model = load_model(path)
+    model.geosets[0].vertices = model.geosets[0].vertices * 0.5  # the crate shrinks
+    save_model(model, path)
+    head = run_job(manifest, out=out, workers=1, broker="local", progress=False, job_id="head")
+    assert main(["diff", "base", "head", "--out", str(out)]) == 1
+    text = capsys.readouterr().out
+    (key,) = base.traces
+    old_hash, new_hash = (_sidecar(j, key)["trace"]["model_hash"] for j in (base, head))
+    assert old_hash != new_hash
+    model_name = _sidecar(head, key)["trace"]["model"]
+    assert f"model {model_name}: changed ({old_hash[:8]} -> {new_hash[:8]})" in text, text
+    assert "input Textures" not in text  # no texture changed
 
 
 def test_thumbnails_list_the_models_inside_map_archives(map_tree, tmp_path):

@@ -378,22 +378,34 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
     return res
 
 
-def _inputs(store, png: str) -> dict[str, str | None]:
-    """What a stored frame was drawn from: asked name -> sha256 of the bytes (None: missing)."""
+Inputs = Mapping[tuple[str, str], "str | None"]  # (kind, name) -> sha256 of the bytes; None: missing
+
+
+def _inputs(store, png: str) -> Inputs:
+    """What a stored frame was drawn from. Kind
+    ``model`` is the model file itself (its trace's content hash), ``input`` every asset the search
+    looked up for it (textures, tables, tags, child models), by the name the model asked for."""
     try:
-        assets = store.read_sidecar(png).get("assets") or []
+        sidecar = store.read_sidecar(png)
     except (OSError, ValueError):
         return {}
-    return {str(a.get("asked")): (None if a.get("missing") else a.get("sha256")) for a in assets}
+    out: dict[tuple[str, str], str | None] = {}
+    trace = sidecar.get("trace") or {}
+    if trace.get("model") and trace.get("model_hash"):
+        out["model", str(trace["model"])] = str(trace["model_hash"])
+    for a in sidecar.get("assets") or []:
+        out["input", str(a.get("asked"))] = None if a.get("missing") else a.get("sha256")
+    return out
 
 
-def inputs_changed(base: dict[str, str | None], head: dict[str, str | None]) -> list[dict]:
-    """The assets whose bytes differ between two frames' inputs (or that one of them lacked), sorted."""
+def inputs_changed(base: Inputs, head: Inputs) -> list[dict]:
+    """The inputs (the model file, then assets) whose bytes differ between two frames (or that one of them
+    lacked), sorted: ``{"kind": "model"|"input", "asset": name, "base": sha256|None|"absent", "head": ...}``."""
     out = []
-    for name in sorted(set(base) | set(head)):
-        b, h = base.get(name, "absent"), head.get(name, "absent")
+    for kind, name in sorted(set(base) | set(head), key=lambda k: (k[0] != "model", k[1])):
+        b, h = base.get((kind, name), "absent"), head.get((kind, name), "absent")
         if b != h:
-            out.append({"asset": name, "base": b, "head": h})
+            out.append({"kind": kind, "asset": name, "base": b, "head": h})
     return out
 
 

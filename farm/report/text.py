@@ -29,7 +29,7 @@ def summary_text(results: dict, limit: int = 20, report: str | Path | None = Non
             what = ("now missing" if ch["head"] is None else "was missing" if ch["base"] is None
                     else "new input" if ch["base"] == "absent" else "no longer used" if ch["head"] == "absent"
                     else f"changed ({str(ch['base'])[:8]} -> {str(ch['head'])[:8]})")
-            lines.append(f"           input {ch['asset']}: {what}")
+            lines.append(f"           {ch.get('kind', 'input')} {ch['asset']}: {what}")
     if len(interesting) > limit:
         lines.append(f"  ... and {len(interesting) - limit} more (see the report)")
     similar = sum(1 for t in results["traces"].values() if t.get("match") == "similar")
