@@ -1,20 +1,32 @@
-"""File primitives every layer of the farm shares: the atomic write, JSON bytes, a file's sha256.
+"""File primitives every layer of the farm shares: the atomic write, JSON bytes, a file's sha256,
+JSON-lines logs (one record a line, each line whole or absent).
 
 `atomic_write` (renderer.files owns it; re-exported here) writes to a temporary file on the same
 file system and renames it into place, so a reader never sees half a file. `json_bytes` is the one
 JSON layout of every document we write (sorted keys, one space indent, UTF-8, final newline), so
 the same data always gives the same bytes.
+
+`append_json_line` appends one record as one line with a single O_APPEND write; a write cut short
+(a full disk) cuts the file back to its old length and raises, and a torn last line an earlier
+append left (a process killed mid-write) is cut off before the next one. `read_json_lines` gives
+the records back, leaving out (with a warning) a torn last line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
+import logging
+import os
 from pathlib import Path
 
 from renderer.files import atomic_write
 
-__all__ = ["atomic_write", "atomic_write_json", "file_digest", "json_bytes"]
+__all__ = ["append_json_line", "atomic_write", "atomic_write_json", "file_digest", "json_bytes", "read_json_lines"]
+
+log = logging.getLogger("farm.files")
 
 
 def json_bytes(obj) -> bytes:
@@ -32,3 +44,78 @@ def file_digest(path: str | Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _whole_lines_end(fd: int, size: int) -> int:
+    """Where the file's last whole line ends (0: none), reading back from `size` in 64 KiB steps."""
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        at = os.pread(fd, end - start, start).rfind(b"\n")
+        if at >= 0:
+            return start + at + 1
+        end = start
+    return 0
+
+
+def append_json_line(path: str | Path, record: dict) -> None:
+    """Append `record` (compact JSON, sorted keys) as one line to `path`: whole or absent. An
+    OSError names `path`."""
+    path = Path(path)
+    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, str(path)) from e
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":  # a torn line: cut it off
+            size = _whole_lines_end(fd, size)
+            os.ftruncate(fd, size)
+        try:
+            if os.write(fd, line) != len(line):  # cut short: the disk filled part way
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, str(path)) from e
+    finally:
+        os.close(fd)
+
+
+def read_json_lines(path: str | Path) -> list[dict]:
+    """The records of a JSON-lines file (none when it does not exist). A last line that is torn (no
+    newline, or not JSON: a write cut short) is left out with a warning; any other line that is not
+    a JSON object raises ValueError naming the file, the line and its byte offset."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = data.split(b"\n")
+    records: list[dict] = []
+    offset = 0
+    for no, line in enumerate(lines, 1):
+        start, offset = offset, offset + len(line) + 1
+        if not line.strip():
+            continue
+        last = no == len(lines) or (no == len(lines) - 1 and not lines[-1])
+        try:
+            rec = json.loads(line.decode("utf-8"))
+        except ValueError as e:  # UnicodeDecodeError is a ValueError too
+            if last:
+                log.warning("%s: the last line (byte offset %d, %d bytes) is torn (a write cut short); it is left"
+                            " out", path, start, len(line))
+                continue
+            raise ValueError(f"{path}:{no}: not valid JSON ({e}) at byte offset {start}") from None
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path}:{no}: expected a JSON object, got {type(rec).__name__}")
+        if no == len(lines):  # parses, but its newline never made it: the write was cut short
+            log.warning("%s: the last line (byte offset %d) has no newline (a write cut short); it is left out",
+                        path, start)
+            continue
+        records.append(rec)
+    return records
