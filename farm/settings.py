@@ -61,7 +61,10 @@ __all__ = [
     "MSAA_VALUES",
     "RenderSettings",
     "SettingError",
+    "BROKER_SCHEMES",
+    "broker_address",
     "broker_url",
+    "check_broker",
     "check_assets",
     "check_game",
     "check_image_base",
@@ -352,7 +355,8 @@ class RenderSettings:
 def env_int(name: str, default: int | None, environ: Mapping[str, str] | None = None, *, minimum: int = 0,
             maximum: int | None = None) -> int | None:
     """An integer FARM_* variable: `default` when unset or empty, else an int in minimum..maximum;
-    any other value is a ValueError naming the variable (never silently ignored)."""
+    any other value is a SettingError naming the variable, the value and what it must be (the
+    command line's error guard prints it as one sentence; never silently ignored)."""
     env = os.environ if environ is None else environ
     raw = str(env.get(name, "")).strip()
     if not raw:
@@ -360,11 +364,11 @@ def env_int(name: str, default: int | None, environ: Mapping[str, str] | None = 
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"{name} must be an integer, not {raw!r}") from None
+        raise SettingError(f"{name} must be an integer, not {raw!r}") from None
     if maximum is not None and not minimum <= value <= maximum:
-        raise ValueError(f"{name} must be from {minimum} to {maximum}, not {value}")
+        raise SettingError(f"{name} must be from {minimum} to {maximum}, not {value}")
     if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, not {value}")
+        raise SettingError(f"{name} must be >= {minimum}, not {value}")
     return value
 
 
@@ -537,11 +541,51 @@ def redact_url(url: str | None) -> str | None:
 
 def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
     """The broker to use: the argument, else FARM_BROKER_URL, else farm.toml's broker, else None
-    (run locally). ``"local"`` runs locally even when FARM_BROKER_URL is set."""
+    (run locally). ``"local"`` runs locally even when FARM_BROKER_URL is set. The URL is checked
+    (check_broker), the error naming where it came from."""
     env = os.environ if environ is None else environ
     if broker == "local":
         return None
-    if broker or env.get("FARM_BROKER_URL"):
-        return broker or env.get("FARM_BROKER_URL")
+    if broker:
+        return check_broker(broker, "--broker")
+    if env.get("FARM_BROKER_URL"):
+        return check_broker(env["FARM_BROKER_URL"], "FARM_BROKER_URL")
+BROKER_SCHEMES = ("redis", "rediss")  # Celery over Redis: the broker and (by default) the result backend
+
+
+def check_broker(url: str, name: str = "--broker") -> str:
+    """A broker URL `redis[s]://[user:password@]HOST[:PORT][/DB]`, checked as text (scheme, host,
+    numeric port and database) or a SettingError naming `name` and the URL (password redacted)."""
+    shown = redact_url(url)
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in BROKER_SCHEMES:
+        raise SettingError(f"{name} {shown!r} is not a broker URL: expected redis://HOST:PORT/DB"
+                           f" (scheme {' or '.join(BROKER_SCHEMES)})")
+    netloc, _, path = rest.partition("/")
+    hostport = netloc.rpartition("@")[2]
+    host, colon, port = (hostport.rpartition(":") if not hostport.endswith("]") else (hostport, "", ""))
+    if not colon:
+        host, port = hostport, ""
+    if not host.strip("[]"):
+        raise SettingError(f"{name} {shown!r} has no host: expected redis://HOST:PORT/DB")
+    if colon and not (port.isdigit() and 0 < int(port) <= 65535):
+        raise SettingError(f"{name} {shown!r}: the port must be a number from 1 to 65535, not {port!r}")
+    db = path.split("?")[0]
+    if db and not db.isdigit():
+        raise SettingError(f"{name} {shown!r}: the database must be a number (redis://HOST:PORT/0), not {db!r}")
+    return url
+
+
+def broker_address(url: str) -> tuple[str, int]:
+    """(host, port) of a broker URL that check_broker accepted (Redis's port 6379 when none is given)."""
+    hostport = url.partition("://")[2].partition("/")[0].rpartition("@")[2]
+    host, colon, port = hostport.rpartition(":") if not hostport.endswith("]") else (hostport, "", "")
+    if not colon:
+        host, port = hostport, ""
+    return host.strip("[]"), int(port) if port else 6379
+
+
     proj = project()
-    return (proj.broker if proj else None) or None
+    if proj and proj.broker:
+        return check_broker(proj.broker, f"{proj.path}: 'broker'")
+    return None

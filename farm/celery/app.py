@@ -81,7 +81,7 @@ from celery import Celery, signals
 from farm.nightly import NIGHTLY_QUEUE, nightly_settings
 from farm.nightly import TASK_NAME as NIGHTLY_TASK
 from farm.run import worker
-from farm.settings import env_int
+from farm.settings import SettingError, check_broker, env_int
 
 __all__ = ["DEFAULT_QUEUE", "RENDER_TASK", "app", "beat_schedule", "config_from_env"]
 
@@ -96,16 +96,16 @@ def _int_env(name: str, default: int, environ=None) -> int:
 def config_from_env(environ=None) -> dict:
     """Celery settings from FARM_* variables (see the module docstring)."""
     env = os.environ if environ is None else environ
-    broker = env.get("FARM_BROKER_URL") or "redis://127.0.0.1:6379/0"
+    broker = check_broker(env.get("FARM_BROKER_URL") or "redis://127.0.0.1:6379/0", "FARM_BROKER_URL")
     soft = _int_env("FARM_SOFT_TIME_LIMIT", 600, env)
     hard = _int_env("FARM_TIME_LIMIT", soft + 60, env)
     if hard <= soft:
-        raise ValueError(f"FARM_TIME_LIMIT ({hard} s) must be longer than FARM_SOFT_TIME_LIMIT ({soft} s)")
+        raise SettingError(f"FARM_TIME_LIMIT ({hard} s) must be longer than FARM_SOFT_TIME_LIMIT ({soft} s)")
     visibility = _int_env("FARM_VISIBILITY_TIMEOUT", hard + 60, env)
     restore = _int_env("FARM_RESTORE_INTERVAL", 10, env) or 10
     if visibility <= hard:
-        raise ValueError(f"FARM_VISIBILITY_TIMEOUT ({visibility} s) must be longer than the hard time limit"
-                         f" FARM_TIME_LIMIT ({hard} s), or Redis hands running batches to a second worker")
+        raise SettingError(f"FARM_VISIBILITY_TIMEOUT ({visibility} s) must be longer than the hard time limit"
+                           f" FARM_TIME_LIMIT ({hard} s), or Redis hands running batches to a second worker")
     queue = env.get("FARM_QUEUE") or DEFAULT_QUEUE
     return {
         "broker_url": broker,
