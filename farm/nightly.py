@@ -22,8 +22,9 @@ FARM_NIGHTLY_STATE         beat's state folder (its schedule file)              
 Start beat next to the workers (the task and the schedule are registered by farm.celery; this
 module imports no Celery). Beat keeps its schedule state (when each entry last ran) in a file; put
 it in the state folder, so it survives restarts and does not land in whatever folder beat was
-started from (`farm nightly beat-command` prints this line with the folder filled in):
+started from (`farm nightly beat-command` prints these lines, with the broker and folder filled in):
 
+    export FARM_BROKER_URL=redis://localhost:6379/0
     FARM_NIGHTLY_MANIFEST=/assets/nightly.toml celery -A farm.celery beat \
         --schedule /srv/farm-out/nightly/state/celerybeat-schedule
     celery -A farm.celery worker -Q farm,farm-nightly --concurrency 2   # or a worker of its own: -Q farm-nightly
@@ -49,8 +50,8 @@ broken manifest, no goldens) still writes its status file, with status "error" a
 
 Notification: after the status files, `notify` (FARM_NIGHTLY_NOTIFY) is told. An ``http://`` or
 ``https://`` URL gets a POST of the status JSON with ``"summary"`` (the night's summary.md, or a
-line) added; anything else is a command (split like a shell would, not run by one) that gets the
-summary on stdin and FARM_NIGHTLY_STATUS, FARM_NIGHTLY_DATE, FARM_NIGHTLY_REPORT (the absolute
+line) added; anything else is a shell command line (run by ``/bin/sh -c``: pipes and redirections
+work) that gets the summary on stdin and FARM_NIGHTLY_STATUS, FARM_NIGHTLY_DATE, FARM_NIGHTLY_REPORT (the absolute
 path of the night's index.html) in its environment. A notification that fails is noted in
 ``status["notify"]`` and in the log; it never fails the night.
 """
@@ -63,10 +64,12 @@ import logging
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import traceback
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from farm.compare.runs import compare_run
@@ -75,7 +78,7 @@ from farm.goldens import find_goldens
 from farm.report import write_report
 from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
-from farm.settings import default_out, env_int
+from farm.settings import default_out, env_int, variable_default
 
 __all__ = ["NIGHTLY_QUEUE", "SCHEDULE_NAME", "TASK_NAME", "beat_command", "notify", "nightly_settings",
            "read_history", "run_nightly", "write_index"]
@@ -148,12 +151,20 @@ def write_index(reports: str | Path) -> Path:
     return path
 
 
-def beat_command(settings: dict) -> str:
-    """The `celery beat` line with its schedule file in the state folder (created)."""
+def beat_command(settings: dict, broker: str, environ: Mapping[str, str] | None = None) -> str:
+    """The shell lines that start a nightly schedule: the broker both processes use, the `celery beat` line
+    with its schedule file in the state folder (created), and a worker for the render and nightly queues."""
+    env = os.environ if environ is None else environ
     state = Path(settings["state"]).absolute()
     state.mkdir(parents=True, exist_ok=True)
-    return (f"FARM_NIGHTLY_MANIFEST={shlex.quote(str(Path(settings['manifest']).absolute()))} celery -A farm.celery"
-            f" beat --schedule {shlex.quote(str(state / SCHEDULE_NAME))} --loglevel INFO")
+    queues = f"{env.get('FARM_QUEUE') or variable_default('FARM_QUEUE')},{settings['queue']}"
+    return "\n".join((
+        f"export FARM_BROKER_URL={shlex.quote(broker)}",
+        f"FARM_NIGHTLY_MANIFEST={shlex.quote(str(Path(settings['manifest']).absolute()))} celery -A farm.celery"
+        f" beat --schedule {shlex.quote(str(state / SCHEDULE_NAME))} --loglevel INFO &",
+        f"celery -A farm.celery worker -Q {shlex.quote(queues)} --concurrency 2   # render and nightly queues;"
+        " a worker with at least two processes, or one of its own for the nightly queue",
+    ))
 
 
 def _summary(day_dir: Path, status: dict) -> str:
@@ -175,26 +186,30 @@ def notify(target: str, status: dict, summary: str, report: Path | None, timeout
                 return {"target": target, "ok": 200 <= r.status < 300, "detail": f"HTTP {r.status}"}
         except (urllib.error.URLError, OSError, ValueError) as e:
             return {"target": target, "ok": False, "detail": f"{type(e).__name__}: {e}"}
-    try:
-        argv = shlex.split(target)
-    except ValueError as e:
-        return {"target": target, "ok": False, "detail": f"cannot split the command: {e}"}
     env = {**os.environ, "FARM_NIGHTLY_STATUS": str(status.get("status")), "FARM_NIGHTLY_DATE": str(status["date"]),
            "FARM_NIGHTLY_REPORT": str(report.absolute()) if report else ""}
-    try:
-        done = subprocess.run(argv, input=summary, text=True, env=env, capture_output=True, timeout=timeout,
-                              check=False)
-    except (OSError, subprocess.SubprocessError) as e:
+    try:  # a shell line, as a user writes it (pipes, redirections, quoting); its own session, so a timeout ends it all
+        proc = subprocess.Popen(["/bin/sh", "-c", target], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    except OSError as e:
         return {"target": target, "ok": False, "detail": f"{type(e).__name__}: {e}"}
-    detail = f"exit status {done.returncode}" + (f": {done.stderr.strip()[-300:]}" if done.returncode else "")
-    return {"target": target, "ok": done.returncode == 0, "detail": detail}
+    try:
+        _, err = proc.communicate(summary, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"target": target, "ok": False, "detail": f"still running after {timeout:g} s: stopped"}
+    detail = f"exit status {proc.returncode}" + (f": {err.strip()[-300:]}" if proc.returncode else "")
+    return {"target": target, "ok": proc.returncode == 0, "detail": detail}
 
 
 def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Path | None = None,
                 out: str | Path | None = None, broker: str | None = None, workers: int | None = None,
-                now: _dt.datetime | None = None, allow_new: bool = False, notify_to: str | None = None) -> dict:
+                now: _dt.datetime | None = None, allow_new: bool = False, notify_to: str | None = None,
+                image_base: str | None = None) -> dict:
     """Render `manifest`, compare it with its goldens, write the dated report and status files,
-    the index page, and tell `notify_to` (default FARM_NIGHTLY_NOTIFY).
+    the index page, and tell `notify_to` (default FARM_NIGHTLY_NOTIFY). `image_base`: the http(s)
+    URL where `reports` is published; the night's summary.md links its images under URL/DATE/.
 
     Returns the status dict. Never raises for a failing night: the status says "fail" or "error".
     """
@@ -218,7 +233,7 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False)
         status["job"] = job.id
         results = compare_run(job, folder, allow_new=allow_new)
-        write_report(results, day_dir)
+        write_report(results, day_dir, image_base=image_base and f"{image_base.rstrip('/')}/{date}/")
         status.update(status=results["verdict"], counts=results["counts"], problems=results["problems"],
                       report=f"{date}/index.html")
     except Exception as e:  # noqa: BLE001 - the night's status file must say what went wrong

@@ -446,6 +446,14 @@ FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+def variable_default(name: str) -> str:
+    """The default of a FARM_* variable as FARM_VARIABLES gives it (KeyError for a name it does not list)."""
+    for n, _, default in FARM_VARIABLES:
+        if n == name:
+            return default
+    raise KeyError(name)
+
+
 def variables_help() -> str:
     """The FARM_VARIABLES table as plain text (the epilog of `farm --help`)."""
     width = max(len(n) for n, _, _ in FARM_VARIABLES)
@@ -539,17 +547,6 @@ def redact_url(url: str | None) -> str | None:
     return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url) if url else url
 
 
-def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The broker to use: the argument, else FARM_BROKER_URL, else farm.toml's broker, else None
-    (run locally). ``"local"`` runs locally even when FARM_BROKER_URL is set. The URL is checked
-    (check_broker), the error naming where it came from."""
-    env = os.environ if environ is None else environ
-    if broker == "local":
-        return None
-    if broker:
-        return check_broker(broker, "--broker")
-    if env.get("FARM_BROKER_URL"):
-        return check_broker(env["FARM_BROKER_URL"], "FARM_BROKER_URL")
 BROKER_SCHEMES = ("redis", "rediss")  # Celery over Redis: the broker and (by default) the result backend
 
 
@@ -585,6 +582,17 @@ def broker_address(url: str) -> tuple[str, int]:
     return host.strip("[]"), int(port) if port else 6379
 
 
+def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The broker to use: the argument, else FARM_BROKER_URL, else farm.toml's broker, else None
+    (run locally). ``"local"`` runs locally even when FARM_BROKER_URL is set. The URL is checked
+    (check_broker), the error naming where it came from."""
+    env = os.environ if environ is None else environ
+    if broker == "local":
+        return None
+    if broker:
+        return check_broker(broker, "--broker")
+    if env.get("FARM_BROKER_URL"):
+        return check_broker(env["FARM_BROKER_URL"], "FARM_BROKER_URL")
     proj = project()
     if proj and proj.broker:
         return check_broker(proj.broker, f"{proj.path}: 'broker'")

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -15,7 +17,7 @@ from golden_runs import broken, image, key, make_run
 
 from farm import goldens as G
 from farm.cli import main
-from farm.nightly import read_history, run_nightly
+from farm.nightly import notify, read_history, run_nightly
 
 K1, K2 = key(t=0), key(t=500)
 
@@ -107,15 +109,57 @@ def test_webhook_on_a_local_http_server(night, tmp_path):
     assert status["status"] == "pass" and status["notify"]["ok"] is False
 
 
-def test_beat_command_puts_the_schedule_in_the_state_folder(night, capsys, monkeypatch, tmp_path):
+def test_notify_is_a_shell_line_with_pipes_and_redirections(night, tmp_path):
+    """--notify 'cmd | cmd > file' runs as the user wrote it (a shell line), the summary on stdin."""
+    night["frames"].append({K1: image(1), K2: image(2)})
+    out = tmp_path / "lines.txt"
+    status = run_nightly(night["manifest"], reports=night["reports"], out=night["store"],
+                         notify_to=f"grep -c . | tr -d ' ' > '{out}' && test -n \"$FARM_NIGHTLY_REPORT\"")
+    assert status["notify"]["ok"] is True, status["notify"]
+    summary = (night["reports"] / status["date"] / "summary.md").read_text()
+    assert int(out.read_text()) == sum(1 for ln in summary.splitlines() if ln)
+
+
+def test_a_notify_line_that_hangs_is_stopped_with_its_children(night, tmp_path):
+    night["frames"].append({K1: image(1), K2: image(2)})
+    pids = tmp_path / "pids"
+    got = notify(f"sleep 60 & echo $! > '{pids}'; wait", {"status": "pass", "date": "2026-06-01"}, "s", None,
+                 timeout=1)
+    assert got["ok"] is False and "still running after 1 s" in got["detail"]
+    child = int(pids.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the notify line's child (sleep) outlived its timeout")
+
+
+def test_beat_command_prints_broker_beat_and_worker_lines(night, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("FARM_NIGHTLY_REPORTS", str(tmp_path / "rep"))
-    assert main(["nightly", "beat-command", "--manifest", str(night["manifest"])]) == 0
-    line = capsys.readouterr().out.strip()
-    assert f"--schedule {tmp_path / 'rep' / 'state' / 'celerybeat-schedule'}" in line
-    assert "celery -A farm.celery beat" in line and (tmp_path / "rep" / "state").is_dir()
+    monkeypatch.delenv("FARM_BROKER_URL", raising=False)
+    monkeypatch.delenv("FARM_QUEUE", raising=False)
+    assert main(["nightly", "beat-command", "--manifest", str(night["manifest"]),
+                 "--broker", "redis://10.0.0.5:6379/2"]) == 0
+    broker, beat, worker = capsys.readouterr().out.strip().splitlines()
+    assert broker == "export FARM_BROKER_URL=redis://10.0.0.5:6379/2"
+    assert f"--schedule {tmp_path / 'rep' / 'state' / 'celerybeat-schedule'}" in beat
+    assert "celery -A farm.celery beat" in beat and (tmp_path / "rep" / "state").is_dir()
+    assert worker.startswith("celery -A farm.celery worker -Q farm,farm-nightly ")
     monkeypatch.setenv("FARM_NIGHTLY_STATE", str(tmp_path / "st"))
+    monkeypatch.setenv("FARM_BROKER_URL", "redis://127.0.0.1:6379/3")
+    monkeypatch.setenv("FARM_QUEUE", "render")
     assert main(["nightly", "beat-command", "--manifest", str(night["manifest"])]) == 0
-    assert f"--schedule {tmp_path / 'st' / 'celerybeat-schedule'}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"--schedule {tmp_path / 'st' / 'celerybeat-schedule'}" in out
+    assert "FARM_BROKER_URL=redis://127.0.0.1:6379/3" in out and "-Q render,farm-nightly" in out
+    monkeypatch.delenv("FARM_BROKER_URL")
+    monkeypatch.chdir(tmp_path)  # no farm.toml above: no broker anywhere
+    assert main(["nightly", "beat-command", "--manifest", str(night["manifest"])]) == 2
+    assert "need a broker: pass --broker" in capsys.readouterr().err
     monkeypatch.delenv("FARM_NIGHTLY_MANIFEST", raising=False)
     assert main(["nightly", "run-now"]) == 2
     assert "pass --manifest FILE or set FARM_NIGHTLY_MANIFEST" in capsys.readouterr().err

@@ -15,7 +15,9 @@ from farm.cli.common import (
     RUN_HELP,
     UsageError,
     add_runner_options,
+    add_summary_args,
     goldens_dir,
+    image_base_arg,
     job_ref,
     print_results,
     results_json,
@@ -29,7 +31,7 @@ from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
 from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
-from farm.settings import default_out
+from farm.settings import broker_url, default_out
 
 __all__ = ["EXAMPLES", "add_parsers", "compare_after_run", "compare_step"]
 
@@ -80,8 +82,9 @@ def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bo
 
 
 def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                 required: bool = False, update: str | None = None,
-                 allow_blank: bool = False, allow_missing: bool = False) -> tuple[int | None, dict | None, object]:
+                 required: bool = False, update: str | None = None, allow_blank: bool = False,
+                 allow_missing: bool = False, image_base: str | None = None,
+                 report_url: str | None = None) -> tuple[int | None, dict | None, object]:
     """The comparison step of `farm run`: (exit status or None when the run has no goldens and none
     were asked for, the results, the report's index.html). Messages go to stdout, errors to stderr.
 
@@ -105,7 +108,7 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2, None, None
-    html = write_reports(results, report)
+    html = write_reports(results, report, image_base, report_url)
     return (0 if results["verdict"] == "pass" else 1), results, html
 
 
@@ -154,7 +157,8 @@ def cmd_run(args) -> int:
                 compared, results, html = compare_step(job, args.goldens, allow_new=args.allow_new,
                                                        report=args.report, update=args.update_goldens,
                                                        allow_blank=args.allow_blank,
-                                                       allow_missing=args.allow_missing)
+                                                       allow_missing=args.allow_missing,
+                                                       image_base=args.image_base, report_url=args.report_url)
             if results is not None:
                 out["comparison"] = results_json(results, html)
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -164,7 +168,8 @@ def cmd_run(args) -> int:
         return rendered
     compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
                                  update=args.update_goldens, allow_blank=args.allow_blank,
-                                 allow_missing=args.allow_missing)
+                                 allow_missing=args.allow_missing, image_base=args.image_base,
+                                 report_url=args.report_url)
     return max(rendered, compared or 0)
 
 
@@ -232,11 +237,15 @@ def cmd_nightly(args) -> int:
     if settings is None:
         raise UsageError("which manifest? pass --manifest FILE or set FARM_NIGHTLY_MANIFEST")
     if args.action == "beat-command":
-        print(beat_command(settings))
+        broker = broker_url(args.broker)
+        if broker is None:
+            raise UsageError("beat and its workers need a broker: pass --broker redis://HOST:6379/0, set"
+                             " FARM_BROKER_URL or farm.toml's broker")
+        print(beat_command(settings, broker))
         return 0
     status = run_nightly(settings["manifest"], reports=settings["reports"], goldens=args.goldens or settings["goldens"],
                          out=settings["out"], broker=args.broker, workers=args.workers, allow_new=args.allow_new,
-                         notify_to=args.notify)
+                         notify_to=args.notify, image_base=args.image_base)
     print(f"nightly {status['date']}: {status['status']}" + (f" ({status['job']})" if status.get("job") else ""))
     for problem in status.get("problems") or []:
         print(f"problem: {problem}")
@@ -264,6 +273,7 @@ def add_run_options(s) -> None:
     g.add_argument("--allow-blank", action="store_true", help="with --update-goldens: approve blank frames too")
     g.add_argument("--allow-missing", action="store_true", help="with --update-goldens: approve frames that drew"
                                                                " placeholders for missing assets too")
+    add_summary_args(g)
 
 
 def add_parsers(sub) -> None:
@@ -289,17 +299,22 @@ def add_parsers(sub) -> None:
     s.add_argument("--pending", action="store_true", help="frames that never finished (an interrupted run)")
     add_runner_options(s)
     s.set_defaults(func=cmd_retry)
-    s = sub.add_parser("nightly", help="the nightly run: run-now (here, at once), beat-command (the celery beat line"
-                                        " with its schedule file in the state folder), index (rewrite index.html)")
+    s = sub.add_parser("nightly", help="the nightly run: run-now (here, at once), beat-command (the shell lines that"
+                                        " start it: the broker, celery beat with its schedule file in the state"
+                                        " folder, a worker for both queues), index (rewrite index.html)")
     s.add_argument("action", choices=("run-now", "beat-command", "index"), help="what to do (see above)")
     s.add_argument("--manifest", help="the manifest (default: $FARM_NIGHTLY_MANIFEST)")
     s.add_argument("--reports", metavar="DIR", help="dated reports, status files and index.html (default:"
                                                     " $FARM_NIGHTLY_REPORTS, else STORE/nightly)")
     s.add_argument("--goldens", help="goldens folder (default: $FARM_NIGHTLY_GOLDENS, else next to the manifest)")
-    s.add_argument("--notify", metavar="CMD|URL", help="after the night: a command (summary on stdin) or an http(s)"
-                                                       " URL (POST of the status JSON) (default:"
+    s.add_argument("--notify", metavar="CMD|URL", help="after the night: a shell command line (run by /bin/sh -c,"
+                                                       " summary on stdin) or an http(s) URL (POST of the status"
+                                                       " JSON) (default:"
                                                        " $FARM_NIGHTLY_NOTIFY)")
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail the night")
+    s.add_argument("--image-base", type=image_base_arg, metavar="URL",
+                   help="the http(s) URL where --reports is published: each night's summary.md links its images"
+                        " under URL/DATE/ (without it the summary has no image links)")
     add_runner_options(s)
     s.set_defaults(func=cmd_nightly)
 
