@@ -5,6 +5,7 @@
       images/ab/<sha256>.json     sidecar: the trace (incl. the GL environment) and diagnostics
       jobs/<job>.json             job state (farm.jobs): per-trace status, written by `farm run`
       jobs/<job>/index.json       trace key -> image digest, for the traces that rendered
+      jobs/<job>/log.jsonl        the job state's changes, a JSON line each (append-only; farm.run.jobs)
       jobs/<job>/batches/<id>.json  each batch's result, written by the worker that rendered it
       jobs/<job>/attempts/<id>    one line per delivery of a batch (bounds crash loops)
       jobs/<job>/<name>           artefacts: comparison.json, heatmaps/, diff-<job>.json
@@ -25,7 +26,7 @@ import os
 import shutil
 from pathlib import Path
 
-from farm.files import atomic_write, atomic_write_json, json_bytes
+from farm.files import append_json_line, atomic_write, atomic_write_json, json_bytes, read_json_lines
 
 __all__ = ["FolderStore"]
 
@@ -64,6 +65,9 @@ class FolderStore:
 
     def index_path(self, job_id: str) -> Path:
         return self.job_dir(job_id) / "index.json"
+
+    def job_log_path(self, job_id: str) -> Path:
+        return self.job_dir(job_id) / "log.jsonl"
 
     def batch_result_path(self, job_id: str, batch_id: str) -> Path:
         return self.job_dir(job_id) / "batches" / f"{batch_id}.json"
@@ -135,6 +139,12 @@ class FolderStore:
 
     def read_job(self, job_id: str) -> dict:
         return json.loads(self.job_path(job_id).read_text("utf-8"))
+
+    def append_job_log(self, job_id: str, record: dict) -> None:
+        append_json_line(self.job_log_path(job_id), record)
+
+    def read_job_log(self, job_id: str) -> list[dict]:
+        return read_json_lines(self.job_log_path(job_id))
 
     def write_index(self, job_id: str, index: dict) -> None:
         atomic_write_json(self.index_path(job_id), dict(sorted(index.items())), self.tmp)
