@@ -305,8 +305,8 @@ def test_small_slips(tmp_path, capsys):
 
     head = make_run(store, {K1: broken(image(1)), K2: image(2)})
     results = diff_runs(run, head)
-    write_report(results, tmp_path / "r")
+    write_report(results, tmp_path / "r", image_base="https://ci/r/")
     md = (tmp_path / "r" / "summary.md").read_text()
     t = results["traces"][K1]
-    assert f'<img src="img/{t["png"]}.png" width="96" alt="head">' in md
-    assert f'<img src="img/{t["golden"]["png"]}.png" width="96" alt="base">' in md
+    assert f'<img src="https://ci/r/img/{t["png"]}.png" width="96" alt="head">' in md
+    assert f'<img src="https://ci/r/img/{t["golden"]["png"]}.png" width="96" alt="base">' in md

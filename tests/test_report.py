@@ -17,6 +17,7 @@ from farm import goldens as G
 from farm.compare.runs import compare_run, diff_runs
 from farm.plan.keys import parse_key
 from farm.report import junit_xml, markdown_summary, write_report
+from farm.report.html import build_views
 
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
@@ -135,13 +136,18 @@ def test_markdown_summary(mixed):
     assert md.startswith(f"## modelfarm <code>{results['job']}</code>: ❌ failed")
     assert "| fail | 2 |" in md and "| new | 1 |" in md and "| pass | 2 |" in md and "| rejected | 1 |" in md
     assert "### Worst differences (4 of 4)" in md
+    assert "<img" not in md  # no --image-base: no image links (relative ones break once posted; test_summary_links)
     fail = results["traces"][FAIL]
-    assert f'<img src="img/{fail["png"]}.png" width="96" alt="new">' in md
-    assert f'<img src="img/{Path(fail["diff_image"]).name}" width="96" alt="difference">' in md
+    published = markdown_summary(results, build_views(results, out), image_base="https://ci/r/")
+    assert f'<img src="https://ci/r/img/{fail["png"]}.png" width="96" alt="new">' in published
+    assert f'<img src="https://ci/r/img/{Path(fail["diff_image"]).name}" width="96" alt="difference">' in published
     assert "### New traces (no golden yet) (1 of 1)" in md
     assert f"farm approve {results['job']} --new" in md
     # the key of every table row stays in its cell: '|' inside keys is escaped
     for line in md.splitlines():
+        if line.startswith("| <code>"):
+            assert line.count("|") in (3, 6), line
+    for line in published.splitlines():
         if line.startswith("| <code>"):
             assert line.count("|") in (4, 9), line
     # published elsewhere: image links get the base URL of the report folder, images are in its img/

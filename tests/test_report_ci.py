@@ -97,7 +97,7 @@ def test_summary_links_counts_first_and_details(report, tmp_path):
     lines = md.splitlines()
     assert lines[2:4] == ["| status | traces |", "| --- | ---: |"]  # counts right after the title
     fail = results["traces"][FAIL]
-    assert f'<img src="img/{fail["png"]}.png" width="96" alt="new">' in md  # relative: next to the report
+    assert "<img" not in md and "--image-base URL" in md  # no image base: no image links, and how to get them
     assert "<details><summary>The other 1 trace(s)</summary>" in md and f"pass: <code>{PASS.split('|')[0]}" in md
     assert "Full report" not in md  # relative base, no --report-url: nothing to link to
     write_report(results, tmp_path / "r", image_base="https://ci.example/job/7/report")

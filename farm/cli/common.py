@@ -11,13 +11,31 @@ from pathlib import Path
 
 from farm.goldens import INDEX_NAME, find_goldens
 from farm.report import write_report
+from farm.report.markdown import IMAGES_HINT, published
 from farm.report.text import summary_text
 from farm.run.jobs import JobState
-from farm.settings import SettingError, check_msaa, check_size, check_team, default_out
+from farm.settings import SettingError, check_image_base, check_msaa, check_size, check_team, default_out
 from farm.store import open_store
 
-__all__ = ["LATEST", "UsageError", "add_runner_options", "confirm", "goldens_dir", "job_ref", "load_job", "msaa_arg",
-           "print_results", "results_json", "size_arg", "square_size_arg", "team_arg", "workers_arg", "write_reports"]
+__all__ = [
+    "LATEST",
+    "UsageError",
+    "add_runner_options",
+    "add_summary_args",
+    "confirm",
+    "goldens_dir",
+    "image_base_arg",
+    "job_ref",
+    "load_job",
+    "msaa_arg",
+    "print_results",
+    "results_json",
+    "size_arg",
+    "square_size_arg",
+    "team_arg",
+    "workers_arg",
+    "write_reports",
+]
 
 LATEST = "latest"  # a run named `latest`: the newest job in the store
 RUN_HELP = "job id (in --out), the path of its jobs/<id>.json, or 'latest' (the newest job in the store)"
@@ -147,9 +165,34 @@ def print_results(results: dict, as_json: bool = False, *, limit: int = 20, repo
         print(summary_text(results, limit=limit, report=report))
 
 
-def write_reports(results: dict, folder: str | Path | None, image_base: str = "img/",
+IMAGE_BASE_HELP = ("the absolute http(s) URL where the report folder is published, for the image links of"
+                   " summary.md (images are in its img/), e.g. --image-base https://ci.example/job/7/report/;"
+                   " without it summary.md has no image links (relative ones break once posted)")
+REPORT_URL_HELP = ("the full report's link in summary.md (default: derived from --image-base); e.g."
+                   " --report-url https://ci.example/job/7/report/index.html")
+
+
+def image_base_arg(text: str) -> str | None:
+    """--image-base: an absolute http(s) URL, by farm.settings.check_image_base."""
+    try:
+        return check_image_base(text, "--image-base")
+    except SettingError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_summary_args(s) -> None:
+    """--image-base and --report-url: the links of summary.md (compare, report, diff, run, nightly)."""
+    s.add_argument("--image-base", type=image_base_arg, metavar="URL", help=IMAGE_BASE_HELP)
+    s.add_argument("--report-url", metavar="URL", help=REPORT_URL_HELP)
+
+
+def write_reports(results: dict, folder: str | Path | None, image_base: str | None = None,
                   report_url: str | None = None) -> Path | None:
+    """The report folder; without an absolute `image_base`, one line on stderr says that summary.md
+    has no image links and how to get them (the summary says it too)."""
     if not folder:
         return None
     paths = write_report(results, folder, image_base=image_base, report_url=report_url)
+    if not published(image_base):
+        print(f"note: {paths['markdown']}: {IMAGES_HINT}", file=sys.stderr)
     return paths["html"]

@@ -17,7 +17,16 @@ import webbrowser
 from pathlib import Path
 
 from farm import goldens as G
-from farm.cli.common import RUN_HELP, UsageError, confirm, goldens_dir, load_job, print_results, write_reports
+from farm.cli.common import (
+    RUN_HELP,
+    UsageError,
+    add_summary_args,
+    confirm,
+    goldens_dir,
+    load_job,
+    print_results,
+    write_reports,
+)
 from farm.compare.runs import diff_runs, results_for
 from farm.plan.batches import expand_manifest
 from farm.plan.manifest import load_manifest
@@ -317,21 +326,10 @@ def _run_args(s) -> None:
                                      " run's manifest)")
 
 
-IMAGE_BASE_HELP = ("where the report folder is published, for the links in summary.md (default: relative img/);"
-                   " e.g. --image-base https://ci.example/job/7/report/ (images are in its img/)")
-REPORT_URL_HELP = ("the full report's link in summary.md (default: derived from an absolute --image-base); e.g."
-                   " --report-url https://ci.example/job/7/report/index.html")
-
-
-def _summary_args(s) -> None:
-    s.add_argument("--image-base", default="img/", metavar="URL", help=IMAGE_BASE_HELP)
-    s.add_argument("--report-url", metavar="URL", help=REPORT_URL_HELP)
-
-
 def _comparison_args(s) -> None:
     """What compare and report share: new traces, the summary's links, reuse, how many are listed."""
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
-    _summary_args(s)
+    add_summary_args(s)
     s.add_argument("--fresh", action="store_true", help="compare again even when comparison.json is current")
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
 
@@ -422,7 +420,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--out", help="store of both runs (default: $FARM_OUT, farm.toml's store, ./farm-out)")
     s.add_argument("--base-out", help="BASE's store, when it differs")
     s.add_argument("--head-out", help="HEAD's store, when it differs")
-    _summary_args(s)
+    add_summary_args(s)
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_diff)
 

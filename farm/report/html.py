@@ -160,7 +160,7 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
     )
 
 
-def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str = "img/",
+def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str | None = None,
                  markdown_limit: int = 10, report_url: str | None = None) -> dict[str, Path]:
     """Write the report folder (see farm.report); returns the paths of what it wrote."""
     out = Path(out_dir)

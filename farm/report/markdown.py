@@ -6,11 +6,14 @@ golden and the difference heatmap, the new traces (up to `limit`, with a thumbna
 that approve them, and then everything else (the rest of the failures and new traces, the passed
 traces) as plain lines inside a collapsed ``<details>``.
 
-Links. `image_base` is where the report folder is published (``https://ci.example/job/7/report/``)
-or, as before, its img/ folder itself (the default ``img/``: relative, for a summary read next to
-the report): the images are in the report's img/ folder, so a base whose last part is not ``img``
-gets ``img/`` appended. The full report's link is `report_url`, else derived from an absolute
-`image_base` (its report folder + ``index.html``); with neither there is no link.
+Links. `image_base` is the absolute http(s) URL where the report folder is published
+(``https://ci.example/job/7/report/``) or its img/ folder itself: the images are in the report's
+img/ folder, so a base whose last part is not ``img`` gets ``img/`` appended. Without one (the
+default) the summary has no image links at all, since relative ``img/...`` links break once the
+summary is posted as a comment: the tables drop their image columns and one line (`IMAGES_HINT`)
+says how to get them. (The command line refuses a relative base: farm.settings.check_image_base.)
+The full report's link is `report_url`, else derived from `image_base` (its report folder +
+``index.html``); with neither there is no link.
 
 Size. The whole summary is at most `MAX_CHARS` (65,536: GitHub's limit for a comment body);
 lines of the <details> part are dropped first, then the tables are cut, with a note saying how
@@ -28,13 +31,16 @@ import re
 
 from farm.compare.status import FAILING, FRESH, statuses
 from farm.report.model import approve_command, sort_traces
+from farm.settings import SettingError, check_image_base
 
-__all__ = ["MAX_CHARS", "image_url", "markdown_summary", "md_text", "report_link"]
+__all__ = ["IMAGES_HINT", "MAX_CHARS", "image_url", "markdown_summary", "md_text", "published", "report_link"]
 
 THUMB = 96
 MAX_CHARS = 65536
 _MD = {c: f"&#{ord(c)};" for c in "|`[]()!*_~\\"}
 _MD_RE = re.compile("[" + re.escape("".join(_MD)) + "]")
+IMAGES_HINT = ("no images in this summary: pass `--image-base URL`, the http(s) URL where the report folder is"
+               " published, to show thumbnails and link the full report")
 
 
 def md_text(text) -> str:
@@ -47,33 +53,41 @@ def md_text(text) -> str:
 _cell = md_text
 
 
+def published(image_base: str | None) -> bool:
+    """Whether `image_base` is an absolute http(s) URL (farm.settings' rule): only then does the
+    summary link images."""
+    try:
+        return check_image_base(image_base) is not None
+    except SettingError:
+        return False
+
+
 def _img_dir(base: str) -> str:
-    """The URL prefix of the report's img/ folder for `image_base` (see the module docstring)."""
-    if not base:
-        return "img/"
+    """The URL prefix of the report's img/ folder for an absolute `image_base` (see the module docstring)."""
     trimmed = base.rstrip("/")
     if trimmed.rsplit("/", 1)[-1] == "img":
         return trimmed + "/"
     return trimmed + "/img/"
 
 
-def image_url(base: str, src: str | None) -> str | None:
-    """The link of a report image (`src` as the report names it: img/NAME) under `image_base`."""
-    if not src:
+def image_url(base: str | None, src: str | None) -> str | None:
+    """The link of a report image (`src` as the report names it: img/NAME) under `image_base`;
+    None without an absolute base (a relative link would break once posted)."""
+    if not src or not published(base):
         return None
     return _img_dir(base) + src.rsplit("/", 1)[-1]
 
 
-def report_link(image_base: str, report_url: str | None = None) -> str | None:
+def report_link(image_base: str | None, report_url: str | None = None) -> str | None:
     if report_url:
         return report_url
-    if re.match(r"[a-z][a-z0-9+.-]*://", image_base or ""):
+    if published(image_base):
         folder = _img_dir(image_base)[: -len("img/")]
         return folder + "index.html"
     return None
 
 
-def _img(base: str, src: str | None, alt: str) -> str:
+def _img(base: str | None, src: str | None, alt: str) -> str:
     url = image_url(base, src)
     if not url:
         return ""
@@ -87,7 +101,7 @@ def _metrics(t: dict) -> tuple[str, str, str]:
     return ssim, over, str(m.get("max_diff", "-")) if m else "-"
 
 
-def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str = "img/",
+def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str | None = None,
                      limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS) -> str:
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
@@ -110,6 +124,9 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
     head_lines.append("")
     if link:
         head_lines += [f"**[Full report]({html.escape(link, quote=True).replace(')', '%29')})**", ""]
+    images = published(image_base)
+    if not images:
+        head_lines += [f"_{IMAGES_HINT}._", ""]
     for p in results.get("problems", []):
         head_lines.append(f"- {_cell(p)}")
     for n in results.get("notes", []):
@@ -127,24 +144,25 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
         for t in bad[:limit]:
             v = by_key.get(t["key"], {})
             ssim, over, mx = _metrics(t)
-            rows.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | {ssim} | {over} | {mx} | "
-                        f"{_img(image_base, v.get('new_src'), new_label)} | "
-                        f"{_img(image_base, v.get('golden_src'), golden_label)} | "
-                        f"{_img(image_base, v.get('diff_src'), 'difference')} |")
+            pictures = "".join(f" {_img(image_base, v.get(src), alt)} |" for src, alt in (
+                ("new_src", new_label), ("golden_src", golden_label), ("diff_src", "difference"))) if images else ""
+            rows.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | {ssim} | {over} | {mx} |{pictures}")
             shown.add(t["key"])
+        columns = f" {new_label} | {golden_label} | difference |" if images else ""
         table_rows.append((f"### Worst differences ({len(rows)} of {len(bad)})\n\n"
-                           f"| trace | status | SSIM | pixels over | max diff | {new_label} | {golden_label} |"
-                           f" difference |\n| --- | --- | ---: | ---: | ---: | --- | --- | --- |", rows))
+                           f"| trace | status | SSIM | pixels over | max diff |{columns}\n"
+                           f"| --- | --- | ---: | ---: | ---: |{' --- |' * 3 if images else ''}", rows))
     if fresh:
         what = "Added and removed traces" if diff else "New traces (no golden yet)"
         rows = []
         for t in fresh[:limit]:
             v = by_key.get(t["key"], {})
             src, alt = (v.get("new_src"), new_label) if v.get("new_src") else (v.get("golden_src"), golden_label)
-            rows.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} | {_img(image_base, src, alt)} |")
+            picture = f" {_img(image_base, src, alt)} |" if images else ""
+            rows.append(f"| <code>{_cell(t['key'])}</code> | {t['status']} |{picture}")
             shown.add(t["key"])
-        table_rows.append((f"### {what} ({len(rows)} of {len(fresh)})\n\n| trace | status | frame |\n"
-                           f"| --- | --- | --- |", rows))
+        table_rows.append((f"### {what} ({len(rows)} of {len(fresh)})\n\n| trace | status |"
+                           f"{' frame |' if images else ''}\n| --- | --- |{' --- |' if images else ''}", rows))
     tail_lines = []
     if not diff and (counts.get("new") or counts.get("fail")):
         tail_lines += ["Approve after review (exactly the images this run stored):", ""]
