@@ -1,7 +1,8 @@
 """Decisions on goldens: approve, reject, undo, stale, prune (the index itself is farm.goldens.index).
 
 Approve and reject share one loop (`_decide`) over a run's stored images; each decision appends
-one record to the log with every index line it changed before and after, so `undo` is exact.
+one record to the log with every index line it changed before and after, so `undo` is exact (the
+record and the index change take effect together: farm.goldens.index.locked).
 Each returns the log record it appended (None: no change).
 """
 
@@ -341,6 +342,7 @@ def prune(root: str | Path, trace_keys: Iterable[str], *, by: str) -> tuple[dict
             index.set_entry(k[0], k[1], None)
         if changes:
             rec = index.append_log({**_record_base("prune", by), "changes": changes})
+    with locked(root) as index:  # once the index no longer names them (a crash before leaves them all)
         removed = []
         used = index.referenced_images()
         for p in sorted(index.images_dir.glob("*.png")):

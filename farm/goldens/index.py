@@ -38,19 +38,29 @@ in either is a known-bad image (the environment's own decision wins when both na
 and the inexact comparison uses the environment's approved images when it has any, else the
 generic ones.
 
-Writers take an exclusive lock on the folder (flock), reload, change and rewrite the index
-atomically, and append one line to the log, so `farm serve` and a `farm approve` in a terminal
-never lose each other's decisions. The decisions themselves are farm.goldens.decisions.
+Writers take an exclusive lock on the folder (flock), reload, change the index, append one line
+to the log (farm.goldens.logfile: whole or absent, fsync'd) and then rewrite the index atomically,
+so `farm serve` and a `farm approve` in a terminal never lose each other's decisions.
+
+**A decision takes effect with its index change, or not at all.** A process killed (or a disk
+that fills up) after the log line and before the index rename leaves a last log record whose
+index lines are all still as they were before it (its changes' `before`): `GoldenIndex.log` drops
+such a record (with a warning) and the next decision cuts it off the file, so `--undo` and
+`farm goldens log` see what the index saw. A failed write cuts the log back at once. Only the last
+record can be in that state (writers hold the lock), and the file formats are unchanged. The
+decisions themselves are farm.goldens.decisions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
 import fcntl
 import getpass
 import hashlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -59,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm.files import atomic_write
+from farm.goldens.logfile import LogFile, append_line, cut_back, read_log
 from farm.images import png_pixel_digest
 from farm.settings import default_goldens
 
@@ -82,6 +93,7 @@ GENERIC = "*"
 INDEX_NAME = "index.jsonl"
 LOG_NAME = "approvals.jsonl"
 IMAGES_DIR = "images"
+_log = logging.getLogger("farm.goldens")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _APPROVAL_KEYS = ("digest", "png", "size", "by", "at", "run", "gl")
 _REJECTION_KEYS = ("digest", "png", "by", "at", "run", "reason")
@@ -246,6 +258,8 @@ class Lookup:
 class GoldenIndex:
     root: Path
     entries: dict[tuple[str, str], dict] = field(default_factory=dict)
+    _journal: LogFile | None = field(default=None, repr=False, compare=False)  # the log as first read
+    _pending: dict | None = field(default=None, repr=False, compare=False)  # a record append_log staged
 
     @property
     def index_path(self) -> Path:
@@ -337,18 +351,32 @@ class GoldenIndex:
         return sorted(p for p in self.images_dir.glob("*.png") if p.stem not in used)
 
     def log(self) -> list[dict]:
+        """The log records that took effect (read once per loaded index: as it was when loaded)."""
+        return list(self._read_journal().records)
+
+    def _read_journal(self) -> LogFile:
+        """The log file without a torn tail or a last record whose index change never landed
+        (`keep` then ends before that record's line)."""
+        if self._journal is None:
+            journal = read_log(self.log_path, GoldenError)
+            if journal.records and not self._took_effect(journal.records[-1]):
+                rec = journal.records.pop()
+                journal.keep = journal.offsets.pop()
+                _log.warning("%s: decision #%s (%s) at byte offset %d never reached %s (the command stopped between"
+                            " its two writes); it is ignored and cut off at the next decision", self.log_path,
+                            rec.get("id"), rec.get("action"), journal.keep, self.index_path)
+            self._journal = journal
+        return self._journal
+
+    def _took_effect(self, record: dict) -> bool:
+        """False when every line `record` changed is still as it was before (its change never
+        reached the index); True otherwise, and for a record that changed no line."""
         try:
-            text = self.log_path.read_text("utf-8")
-        except FileNotFoundError:
-            return []
-        out = []
-        for no, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except ValueError as e:
-                    raise GoldenError(f"{self.log_path}:{no}: not valid JSON: {e}") from None
-        return out
+            changes = [(c["trace"], c["env"], c.get("before")) for c in record.get("changes") or ()]
+            pairs = [(self.entries.get((t, e)), canonical_entry(b) if b else None) for t, e, b in changes]
+        except (KeyError, TypeError, AttributeError):
+            return True  # not a record we wrote: leave it to the reader
+        return not pairs or any(current != was for current, was in pairs)
 
     # --- changing
     def put_image(self, data: bytes, png: str, digest: str) -> Path:
@@ -371,26 +399,49 @@ class GoldenIndex:
             self.entries[(trace, env)] = canonical_entry({**entry, "trace": trace, "env": env})
 
     def append_log(self, record: dict) -> dict:
-        ids = [r.get("id", 0) for r in self.log()]
-        record = {"id": max(ids, default=0) + 1, **record}
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        return record
+        """Give `record` the next id and stage it: `locked` writes it, then the index, when its
+        block ends (one record per block)."""
+        if self._pending is not None:
+            raise GoldenError("one log record per change of the index")  # a bug of ours, not of the user
+        ids = [r.get("id", 0) for r in self.log() if isinstance(r.get("id"), int)]
+        self._pending = {"id": max(ids, default=0) + 1, **record}
+        return self._pending
+
+    def _commit(self, before: str) -> None:
+        """The log line, then the index: a failure in between cuts the log line back off (and a
+        reader ignores it when even that fails: see `_took_effect`)."""
+        record, self._pending = self._pending, None
+        if record is None:
+            if self.text() != before or not self.index_path.exists():
+                self.save()
+            return
+        size = append_line(self.log_path, record, self._read_journal().keep)
+        try:
+            self.save()
+        except BaseException:
+            cut_back(self.log_path, size)
+            raise
 
 
 @contextlib.contextmanager
 def locked(root: str | Path) -> Iterator[GoldenIndex]:
-    """The index, loaded under an exclusive lock on its folder; saved when the block ends normally."""
+    """The index, loaded under an exclusive lock on its folder; when the block ends normally, the
+    record it staged (`append_log`) is appended to the log and then the index saved. A full disk
+    is one GoldenError sentence naming the file; nothing is changed then."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     fd = os.open(root, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         index = GoldenIndex.load(root)
+        index._read_journal()  # as it was before this change (what took effect is judged on that index)
         before = index.text()
         yield index
-        if index.text() != before or not index.index_path.exists():
-            index.save()
+        index._commit(before)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise GoldenError(f"{e.filename or root}: no space left on the device; nothing was decided (the golden index"
+                          f" and its log are as they were)") from None
     finally:
         os.close(fd)
