@@ -80,10 +80,22 @@ def decode_asset_chain(asset):
     return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture_chain, decoder="texture-chain")
 
 
-def _missing_sentence(entry: dict, mode: str) -> str:
+def _missing_sentence(entry: dict, drawn: str) -> str:
+    """One warning for a missing asset: what was asked, why it is missing, where the search looked,
+    and what the frame draws instead (`drawn`)."""
     looked = entry.get("looked") or []
     where = f"; looked in {len(looked)} place(s): {', '.join(looked)}" if looked else ""
-    return f"{entry['kind']} {entry['asked']!r} {entry['why']}{where}; drawing a {mode} placeholder"
+    return f"{entry['kind']} {entry['asked']!r} {entry['why']}{where}; {drawn}"
+
+
+def _source_missing(source, entries: list[dict], reported: set, out: TextureSet) -> None:
+    """One warning per asset a texture source looked up and missed (Halo shader and bitmap tags),
+    ending with what the source draws instead (its `drawn`, by kind)."""
+    for entry in entries:
+        if entry.get("missing") and (entry["kind"], entry["asked"]) not in reported:
+            reported.add((entry["kind"], entry["asked"]))
+            drawn = getattr(source, "drawn", {}).get(entry["kind"], "drawn without it")
+            out.diagnostics.append(Diagnostic("assets", None, _missing_sentence(entry, drawn)))
 
 
 def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: TextureSet) -> tuple[np.ndarray, str]:
@@ -118,7 +130,8 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
         if ("texture", path) not in reported:  # one diagnostic per missing path per model
             reported.add(("texture", path))
             entry = next(e for e in search.missing() if e["kind"] == "texture" and e["asked"] == path)
-            out.diagnostics.append(Diagnostic(where, None, _missing_sentence(entry, missing)))
+            drawn = f"drawing a {missing} placeholder"
+            out.diagnostics.append(Diagnostic(where, None, _missing_sentence(entry, drawn)))
         out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
 
     for i, tex in enumerate(model.textures):
@@ -129,7 +142,9 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
             out.textures.append(LoadedTexture(rgba, wrap_s, wrap_t, label))
             continue
         if source is not None:
+            recorded = len(search.record)
             rgba = source.image(model, i, search)
+            _source_missing(source, search.record[recorded:], reported, out)
             if rgba is not None:
                 out.textures.append(LoadedTexture(rgba, True, True, str(tex.path)))
                 continue

@@ -25,7 +25,7 @@ from renderer.assets.search import AssetSearch, ModelLocation
 from renderer.camera import CameraError
 from renderer.errors import FormatError
 from renderer.formats import load_model, save_model
-from renderer.formats.halo import format_halo_info
+from renderer.formats.halo import TAG_KINDS, format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
 from renderer.fx.events import resolve_events
@@ -174,10 +174,23 @@ def cmd_render(args) -> int:
             if i == 0:
                 for d in frame.diagnostics:
                     print(f"warning: {d.sentence(args.model)}", file=sys.stderr)
+                _tag_root_hint(args.model, model, frame)
             print(f"{dest}: t={t} ms")
     finally:
         renderer.close()
     return 0
+
+
+def _tag_root_hint(name: str, model, frame) -> None:
+    """After the warnings of a Halo model whose shader or bitmap tags were not found: where they
+    were looked for, and the option that names another tags folder."""
+    missing = [a for a in frame.assets if a.get("missing") and a.get("kind") in TAG_KINDS]
+    if not missing:
+        return
+    root = model.info.get("tag_root")
+    where = f"under the tag root {root}" if root else "anywhere: no folder named 'tags' is above the model"
+    print(f"hint: {name}: {len(missing)} Halo tag(s) were not found {where}; name the tags folder that holds"
+          " them with --tag-root DIR", file=sys.stderr)
 
 
 def add_parsers(sub) -> None:

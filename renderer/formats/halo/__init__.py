@@ -63,11 +63,12 @@ How a model tag maps onto the neutral Model
 
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .info import format_halo_info
-from .load import load_halo_model, lod_index, read_halo_model, resolve_halo_bitmap
+from .load import TAG_KINDS, load_halo_model, lod_index, read_halo_model, resolve_halo_bitmap
 from .model_tag import LODS, read_model_tag
 
 __all__ = [
     "LODS",
+    "TAG_KINDS",
     "decode_bitmap_tag",
     "format_halo_info",
     "load_halo_model",

@@ -16,12 +16,16 @@ from renderer.model import Bone, Extent, Geoset, Layer, Material, Model, Texture
 from . import geometry as G
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .model_tag import LODS, MODEL_FLAGS, PART_FLAGS, PERMUTATION_FLAGS, ModelTag, Part, read_model_tag
-from .shaders import UNKNOWN_SHADER_FLAGS, ShaderInfo, flat_color, resolve_shader
+from .shaders import UNKNOWN_SHADER_DRAWN, UNKNOWN_SHADER_FLAGS, ShaderInfo, flat_color, resolve_shader
 from .tagfile import EXTENSIONS, TagRoot, find_tag_root, tag_string
 
 BONE_FLAG = 0x100  # the MDX node-type bit for bones
 TEXTURE_WRAP_WIDTH, TEXTURE_WRAP_HEIGHT = 1, 2
 MISSING_SHADER = "<missing shader>"
+# The asset search's kinds for Halo tags, and what a frame draws when one is missing (the sentence's
+# end in renderer.texture_set; the farm's CLI names --tag-root for these kinds).
+MISSING_DRAWN = {"halo shader": UNKNOWN_SHADER_DRAWN, "halo bitmap": "drawn in the shader's flat colour"}
+TAG_KINDS = tuple(MISSING_DRAWN)
 
 
 def _flag_names(value: int, names: tuple[str, ...]) -> list[str]:
@@ -142,40 +146,42 @@ class _Builder:
             info = resolve_shader(self.root, ref.tag_class, ref.path, where)
             self.model.diagnostics.extend(info.notes)
             self.shader_infos.append(info)
-            tex_id = None
+            tex_id, missing = None, {}
             if info.resolved and info.base_map:
                 key = info.base_map.lower()
                 if key in by_bitmap:
                     tex_id = by_bitmap[key]
                 else:
-                    tex_id = self._bitmap_texture(info, where)
+                    tex_id, missing = self._bitmap_texture(info, where)
                     if tex_id is not None:
                         by_bitmap[key] = tex_id
             elif info.resolved:
                 self.diag(where, None, f"shader {ref.path!r} has no base map; drawn in its flat colour")
             if tex_id is None:
-                tex_id = self._flat_texture(info.flat_color, i)
+                tex_id = self._flat_texture(info.flat_color, i, **missing)
             self.material_of_shader.append(len(self.model.materials))
             self.model.materials.append(Material(
                 shader=ref.path + EXTENSIONS.get(ref.tag_class, ""),
                 layers=[Layer(filter_mode=info.filter_mode, shading_flags=info.shading_flags, texture_id=tex_id)],
             ))
 
-    def _bitmap_texture(self, info: ShaderInfo, where: str) -> int | None:
+    def _bitmap_texture(self, info: ShaderInfo, where: str) -> tuple[int | None, dict]:
+        """(texture index, {}) of the shader's base map, or (None, {bitmap, missing} when the
+        bitmap tag was not found, else {})."""
         found, why = self.root.find(info.base_map, ".bitmap")
         if found is None:
             self.diag(where, None, f"base map {why}; drawn in the shader's flat colour")
-            return None
+            return None, {"bitmap": info.base_map + ".bitmap", "missing": self.root.missing_why(info.base_map)}
         try:
             bt = read_bitmap_tag(found.read_bytes(), str(found))
             if not bt.entries:
                 raise FormatError(str(found), "bitmap data", None, "the bitmap tag holds no bitmaps")
         except OSError as e:
             self.diag(where, None, f"base map {found}: cannot read: {e.strerror or e}; drawn in the flat colour")
-            return None
+            return None, {}
         except FormatError as e:
             self.diag(where, None, f"base map is bad ({e}); drawn in the shader's flat colour")
-            return None
+            return None, {}
         e0 = bt.entries[0]
         flags = (TEXTURE_WRAP_WIDTH if info.wrap[0] else 0) | (TEXTURE_WRAP_HEIGHT if info.wrap[1] else 0)
         self.model.textures.append(Texture(replaceable_id=0, path=info.base_map + ".bitmap", flags=flags))
@@ -184,12 +190,15 @@ class _Builder:
             "flat_color": None, "width": e0.width, "height": e0.height, "format": e0.format, "type": e0.type,
             "bitmaps": len(bt.entries),
         })
-        return len(self.model.textures) - 1
+        return len(self.model.textures) - 1, {}
 
-    def _flat_texture(self, color: tuple, shader: int | None) -> int:
+    def _flat_texture(self, color: tuple, shader: int | None, bitmap: str = "", missing: str = "") -> int:
+        """A flat-colour texture; `bitmap` and `missing` name the base map it stands for when that
+        bitmap tag was not found (and why), for the asset search's record."""
         self.model.textures.append(Texture(replaceable_id=0, path="", flags=TEXTURE_WRAP_WIDTH | TEXTURE_WRAP_HEIGHT))
         self.texture_info.append({"index": len(self.texture_info), "path": "", "file": None,
-                                  "flat_color": list(color), "shader": shader})
+                                  "flat_color": list(color), "shader": shader,
+                                  **({"bitmap": bitmap, "missing": missing} if bitmap else {})})
         return len(self.model.textures) - 1
 
     def _material_for(self, part: Part) -> int:
@@ -497,43 +506,56 @@ def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
 class HaloBitmaps:
     """`Model.texture_source` of a Halo model: its textures are the bitmap tags the loader found
     under the tag root (decoded through the digest cache), or flat colours. Records, in the
-    renderer's asset search, each shader and bitmap tag the model uses (found: path and sha256;
-    missing: what was asked and the tag root looked in)."""
+    renderer's asset search, each shader and bitmap tag the model uses: found ones (path and
+    sha256), and missing ones (what was asked, why, and the tag root looked in) the way a missing
+    texture is recorded, so frames warn about them and `missing = "fail"` fails them.
+    `drawn` ends the warning: what the frame draws instead (renderer.texture_set)."""
+
+    drawn = MISSING_DRAWN
 
     def __init__(self):
         self._recorded: set[int] = set()
 
-    def _record_shaders(self, model: Model, search) -> None:
+    def _record_tags(self, model: Model, search) -> None:
         root = model.info.get("tag_root")
         for s in model.info.get("shaders", ()):
-            self._note(search, "halo shader", s.get("path", ""), s.get("file"), root)
+            if s.get("file"):
+                self._found(search, "halo shader", s.get("path", ""), s["file"])
+            elif s.get("missing"):  # a shader class that is not read is not missing: it is not looked up
+                self._missing(search, "halo shader", s.get("path", ""), s["missing"], root)
+        seen: set[str] = set()
+        for t in model.info.get("textures", ()):
+            if t.get("bitmap") and t.get("missing") and t["bitmap"].lower() not in seen:
+                seen.add(t["bitmap"].lower())
+                self._missing(search, "halo bitmap", t["bitmap"], t["missing"], root)
 
     @staticmethod
-    def _note(search, kind: str, asked: str, file: str | None, root: str | None):
-        """The Asset found (recorded), or None (recorded as missing)."""
-        if file:
-            try:
-                data = Path(file).read_bytes()
-            except OSError as e:
-                search.note_missing(kind, asked, f"cannot be read: {e.strerror or e}", [file])
-                return None
-            return search.note_found(kind, asked, file, data)
-        search.note_missing(kind, asked, "was not found under the tag root" if root else "has no tag root",
-                            [root] if root else [])
-        return None
+    def _missing(search, kind: str, asked: str, why: str, root: str | None) -> None:
+        looked = [root] if root and not why.startswith("refused") else []
+        search.note_missing(kind, asked, why, looked)
+
+    @staticmethod
+    def _found(search, kind: str, asked: str, file: str):
+        """The Asset read from `file` (recorded as found), or None (recorded as unreadable)."""
+        try:
+            data = Path(file).read_bytes()
+        except OSError as e:
+            search.note_missing(kind, asked, f"cannot be read: {e.strerror or e}", [file])
+            return None
+        return search.note_found(kind, asked, file, data)
 
     def image(self, model: Model, texture_index: int, search) -> np.ndarray | None:
         from renderer.assets.cache import DECODED
 
         if id(search) not in self._recorded:
             self._recorded.add(id(search))
-            self._record_shaders(model, search)
+            self._record_tags(model, search)
         textures = model.info.get("textures") or []
         if not 0 <= texture_index < len(textures):
             return None
         t = textures[texture_index]
         if t.get("file") and t.get("path"):
-            asset = self._note(search, "halo bitmap", t["path"], t["file"], model.info.get("tag_root"))
+            asset = self._found(search, "halo bitmap", t["path"], t["file"])
             if asset is not None:
                 try:
                     return DECODED.get(asset.sha256, asset.data, t["file"], decode_bitmap_tag, "halo bitmap")

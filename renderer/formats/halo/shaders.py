@@ -50,7 +50,7 @@ from pathlib import Path
 
 from renderer.errors import Diagnostic, FormatError
 
-from .tagfile import EXTENSIONS, HEADER_SIZE, TagCursor, TagRoot, dependency, read_header, reflexive
+from .tagfile import EXTENSIONS, HEADER_SIZE, NO_TAG_ROOT, TagCursor, TagRoot, dependency, read_header, reflexive
 
 BLEND_FUNCTIONS = ("alpha blend", "multiply", "double multiply", "add", "subtract", "component min",
                    "component max", "alpha multiply add")
@@ -93,6 +93,7 @@ class ShaderInfo:
     wrap: tuple = (True, True)
     first_map_type: str = "2d map"
     resolved: bool = False  # the shader tag was read
+    missing: str = ""  # why the shader tag was not found (as the asset search records it), "" when it was
     flat_color: tuple = (128, 128, 128, 255)
     notes: list[Diagnostic] = field(default_factory=list)
 
@@ -103,6 +104,7 @@ class ShaderInfo:
             "two_sided": bool(self.shading_flags & LAYER_TWO_SIDED),
             "filter_mode": self.filter_mode, "map_scale": list(self.map_scale), "map_offset": list(self.map_offset),
             "wrap": list(self.wrap), "first_map_type": self.first_map_type, "flat_color": list(self.flat_color),
+            **({"missing": self.missing} if self.missing else {}),
         }
 
 
@@ -181,6 +183,7 @@ def resolve_shader(root: TagRoot | None, cls: bytes, tag_path: str, where: str) 
     ext = EXTENSIONS.get(cls)
     info.kind = ext[1:] if ext else f"unknown class {info.tag_class!r}"
     if root is None:
+        info.missing = NO_TAG_ROOT
         info.notes.append(Diagnostic(where, None, f"shader {tag_path!r}: no tag root (no folder named 'tags' above "
                                      f"the model and no tag_root option); {UNKNOWN_SHADER_DRAWN}"))
         return info
@@ -190,6 +193,7 @@ def resolve_shader(root: TagRoot | None, cls: bytes, tag_path: str, where: str) 
         return info
     found, why = root.find(tag_path, ext)
     if found is None:
+        info.missing = root.missing_why(tag_path)
         info.notes.append(Diagnostic(where, None, f"shader {why}; {UNKNOWN_SHADER_DRAWN}"))
         return info
     info.file = str(found)

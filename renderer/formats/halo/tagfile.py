@@ -221,3 +221,16 @@ class TagRoot:
         if hit is not None:
             return Path(hit[0]), ""
         return None, f"{tag_path + extension!r} not found under the tag root {self.root}"
+
+    def missing_why(self, tag_path: str) -> str:
+        """Why `find` returned no file for `tag_path`, as the asset search records a missing asset
+        (`renderer.assets.search`: refused paths are "refused: ...", the rest name what was searched)."""
+        why = path_refusal(tag_path)
+        if why is not None:
+            return f"refused: {why}"
+        if self._real is None:
+            return "was not found: the tag root is not a folder"
+        return "was not found under the tag root"
+
+
+NO_TAG_ROOT = "has no tag root (no folder named 'tags' above the model and no tag_root option)"
