@@ -83,7 +83,7 @@ def _print_record(verb: str, rec: dict | None, skipped: list[str], folder: Path)
             print(f"approved {ch['trace']} [{scope}]: {digests}")
         else:
             print(f"rejected {ch['trace']} [{scope}]")
-    log = folder / "approvals.jsonl"
+    log = folder / G.LOG_NAME
     print(f"{len(rec['changes'])} trace(s) {'approved' if verb == 'approve' else 'rejected'} by {rec['by']}"
           f" (decision #{rec['id']} in {log}); undo with: farm approve --undo {rec['id']} --goldens {folder}")
 
