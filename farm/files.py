@@ -65,7 +65,7 @@ def append_json_line(path: str | Path, record: dict) -> None:
     line = (json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as e:
         raise type(e)(e.errno, e.strerror, str(path)) from e
     try:

@@ -1,10 +1,18 @@
 """Job state and the three job commands: run, status, retry (the same for both runners).
 
-A job's state is one JSON file in the store, ``jobs/<job_id>.json``, written atomically by the
-process that runs the job (`farm run`, `farm retry`): the manifest it came from, each model's
-settings (so retries can plan a model again), the batches, and per trace key its status
-(``pending``, ``done`` or ``failed``), image digest or error, thresholds, batch and attempts.
-``jobs/<job_id>/index.json`` maps each rendered trace key to its image digest.
+A job's state is a document in the store (`Store.write_job`; the folder store's
+``jobs/<job_id>.json``) written by the process that runs the job (`farm run`, `farm retry`): the
+manifest it came from, each model's settings (so retries can plan a model again), the batches,
+and per trace key its status (``pending``, ``done`` or ``failed``), image digest or error,
+thresholds, batch and attempts. The whole document is written when batches are sent (a new job,
+a re-planned model) and when a run ends; in between, each batch result recorded appends one
+record to the job's log (`Store.append_job_log`) with the progress fields (`PROGRESS_FIELDS`) of
+the traces it changed, so a progress tick costs what changed, not the whole document. Records
+are numbered; the document says up to which one it holds (``log``), and `JobState.load` applies
+the later ones. A kill at any point leaves the last document and whole log records: the old
+state or the new one, never a mix. A document without ``log`` (modelfarm 0.2 wrote every
+progress tick into the document) is read as it is. The index (``index.json`` in the folder store:
+each rendered trace key -> its image digest) is written with the document.
 
 Workers never write the job file; each writes its batch's result next to it
 (``jobs/<job_id>/batches/<batch>.json``). `status` and `retry` merge those in, so a job whose
@@ -37,7 +45,8 @@ from farm.store import Store, open_store
 __all__ = ["JobError", "JobState", "retry_job", "run_job", "status_text"]
 
 FORMAT = "modelfarm.job/1"
-SAVE_EVERY_S = 1.0
+# What recording a result or sending a batch changes in a trace (a log record carries these).
+PROGRESS_FIELDS = ("batch", "status", "digest", "error", "attempts", "missing", "render_s")
 
 
 class JobError(RuntimeError):
@@ -49,10 +58,15 @@ def _now() -> str:
 
 
 class JobState:
-    def __init__(self, store: Store, data: dict):
+    def __init__(self, store: Store, data: dict, stored: bool = False):
         self.store = store
         self.data = data
-        self._saved = 0.0
+        self._stored = stored  # the store holds a document of this job (else the next save writes one)
+        self._whole = False  # traces were replaced (a re-planned model): the next save writes the document
+        self._seq = int(data.get("log") or 0)  # the last log record this state holds
+        self._dirty: set[str] = set()  # traces changed since the last save
+        self._dirty_batches: set[str] = set()
+        self._dirty_runs = False
 
     # --- creating and loading
     @classmethod
@@ -99,7 +113,36 @@ class JobState:
         if data.get("format") != FORMAT:
             raise JobError(f"{store.job_location(job_id)} is not a modelfarm job file (format"
                            f" {data.get('format')!r})")
-        return cls(store, data)
+        job = cls(store, data, stored=True)
+        try:
+            records = store.read_job_log(job_id)
+        except ValueError as e:
+            raise JobError(f"the log of job {job_id!r} is damaged: {e}") from None
+        for rec in records:
+            job._apply(rec)
+        return job
+
+    def _apply(self, rec: dict) -> None:
+        """Apply one log record (written by `save`) unless the document holds it already."""
+        seq = rec.get("seq")
+        if not isinstance(seq, int) or not isinstance(rec.get("traces", {}), dict):
+            raise JobError(f"the log of job {self.id!r} in {self.store.location} has a record without its"
+                           f" sequence number or traces: {str(rec)[:120]}")
+        if seq <= int(self.data.get("log") or 0):
+            return
+        for key, fields in rec.get("traces", {}).items():
+            t = self.traces.get(key)
+            if t is None:
+                continue
+            for f in PROGRESS_FIELDS:
+                if f in fields:
+                    t[f] = fields[f]
+                else:
+                    t.pop(f, None)
+        self.batches.update(rec.get("batches", {}))
+        if "runs" in rec:
+            self.data["runs"] = rec["runs"]
+        self._seq = max(self._seq, seq)
 
     # --- properties
     @property
@@ -141,6 +184,7 @@ class JobState:
                 t.pop("missing", None)
             if f.render_s is not None:
                 t["render_s"] = f.render_s
+            self._dirty.add(f.key)
         self.save()
 
     def missing_assets(self) -> dict[str, list[str]]:
@@ -164,17 +208,37 @@ class JobState:
             for k in b.keys:
                 t = self.traces[k]
                 t.update(batch=b.id, status="pending", digest=None, error=None, attempts=t.get("attempts", 0) + 1)
+            self._dirty.update(b.keys)
+            self._dirty_batches.add(b.id)
             self.store.reset_batch(self.id, b.id)
             self.store.remove_batch_result(self.id, b.id)
-        self.save(force=True)
+        self._dirty_runs = True
+        self.save()
 
     def save(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not force and now - self._saved < SAVE_EVERY_S:
-            return
-        self.store.write_job(self.id, self.data)
-        self.store.write_index(self.id, self.index())
-        self._saved = now
+        """Record the state in the store: one log record with what changed since the last save, or
+        the whole document and the index when `force` (the end of a run), when the store holds no
+        document of the job yet, or when traces were re-planned."""
+        if force or not self._stored or self._whole:
+            if self._seq:
+                self.data["log"] = self._seq
+            self.store.write_job(self.id, self.data)
+            self.store.write_index(self.id, self.index())
+            self._stored, self._whole = True, False
+        elif self._dirty or self._dirty_batches or self._dirty_runs:
+            rec: dict = {"seq": self._seq + 1}
+            if self._dirty:
+                rec["traces"] = {k: {f: t[f] for f in PROGRESS_FIELDS if f in t}
+                                 for k in sorted(self._dirty) if (t := self.traces.get(k)) is not None}
+            if self._dirty_batches:
+                rec["batches"] = {b: self.batches[b] for b in sorted(self._dirty_batches)}
+            if self._dirty_runs:
+                rec["runs"] = self.data["runs"]
+            self.store.append_job_log(self.id, rec)
+            self._seq += 1
+        self._dirty.clear()
+        self._dirty_batches.clear()
+        self._dirty_runs = False
 
     def replan(self, model_rel: str) -> list[Batch]:
         """Plan a model again (it did not load, or lacked a sequence, when the job was planned):
@@ -183,6 +247,7 @@ class JobState:
                            [TraceThresholds(t["match"], t["values"], t.get("line"))
                             for t in self.data.get("trace_thresholds", [])])
         done = {k for k, t in self.traces.items() if t["model"] == model_rel and t["status"] == "done"}
+        self._whole = True
         for k in [k for k, t in self.traces.items() if t["model"] == model_rel and k not in done]:
             del self.traces[k]
         out = []
@@ -235,8 +300,7 @@ def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | N
     if not plan.batches:
         raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
     store = open_store(out or default_out())
-    job = JobState.create(store, m, plan, job_id)
-    job.save(force=True)
+    job = JobState.create(store, m, plan, job_id)  # its document is written when the batches are sent
     _execute(job, plan.batches, broker_url(broker), workers, progress)
     return job
 
