@@ -14,7 +14,7 @@ from collections.abc import Callable
 from farm.run.execute import BatchResult
 from farm.settings import broker_address, broker_url, redact_url
 
-__all__ = ["RUNNERS", "RunnerUnavailable", "check_reachable", "mode", "run_batches"]
+__all__ = ["RUNNERS", "RunnerUnavailable", "check_reachable", "in_flight", "mode", "run_batches"]
 
 CONNECT_TIMEOUT_S = 5.0  # how long the first connection to a broker may take
 
@@ -55,10 +55,29 @@ def _runner(name: str) -> Callable:
 
 
 def run_batches(job_id: str, batches: list, store, *, broker: str | None, workers: int | None,
-                on_result: Callable[[BatchResult], None], progress=None) -> None:
-    """Run `batches` for `job_id` on the runner `broker` names (see farm.settings.broker_url)."""
+                on_result: Callable[[BatchResult], None], progress=None, follow: list | None = None) -> None:
+    """Run `batches` for `job_id` on the runner `broker` names (see farm.settings.broker_url);
+    `follow` ((task id or None, batch) pairs, from `in_flight`) are batches already sent and still
+    queued or running: followed to their end, not sent again."""
     broker = broker_url(broker)
     if broker:
         check_reachable(broker)
     where = broker if broker else workers
-    _runner(mode(broker))(job_id, batches, store, where, on_result, progress)
+    extra = {"follow": follow} if follow else {}
+    _runner(mode(broker))(job_id, batches, store, where, on_result, progress, **extra)
+
+
+# mode -> "module:function" taking (job_id, store, broker, batch_ids): which of those batches are
+# still queued or running (batch id -> task id, or None); a local run's batches end with its process.
+IN_FLIGHT = {"celery": "farm.celery.client:in_flight"}
+
+
+def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> dict[str, str | None]:
+    """The batches among `batch_ids` that the runner `broker` names still has queued or running."""
+    broker = broker_url(broker)
+    name = IN_FLIGHT.get(mode(broker))
+    if name is None or not batch_ids:
+        return {}
+    check_reachable(broker)
+    module, _, attr = name.partition(":")
+    return getattr(importlib.import_module(module), attr)(job_id, store, broker, batch_ids)
