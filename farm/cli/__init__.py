@@ -29,6 +29,7 @@ import sys
 
 from farm.cli import goldens, jobs, models, thumbnails, view
 from farm.cli.common import UsageError
+from farm.cli.parser import FarmParser
 from farm.goldens import GoldenError
 from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
@@ -65,7 +66,7 @@ def _apply_project(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="farm", description="Headless render and regression-test farm for game models.",
+    p = FarmParser(prog="farm", description="Headless render and regression-test farm for game models.",
                                 epilog=variables_help() + "\n\nproject file: farm.toml in this folder or above it"
                                        " (store, goldens, assets, broker, [defaults]); see the README.",
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
