@@ -6,6 +6,11 @@ else the sequence's extent, else the box of all geoset vertices in bind pose, el
 r = 100. Vertical fov 45 degrees, direction from azimuth 30 and elevation 20 degrees,
 d = 1.1 r / sin(fov / 2), eye = c + d dir, up = +Z, near = d / 100, far = 10 d. Right-handed
 look-at and an OpenGL perspective projection.
+
+The ``fit`` camera (FIT_RULE) keeps that view but frames what the frame draws instead of the
+extent the file declares: a MODL extent smaller than the posed model clips it (a raised head), and
+one far larger than a particle effect leaves the effect tiny. It is a camera rule of its own, named
+in the trace key (``|fit|``), so keys and goldens made with ``auto`` keep their meaning.
 """
 
 from __future__ import annotations
@@ -17,6 +22,11 @@ import numpy as np
 
 from renderer.model import Extent, Model
 
+AUTO_CAMERA = "auto"  # the DESIGN.md rule: bounds from the MODL extent (then sequence, vertices, default)
+FIT_CAMERA = "fit"  # the same view around what the frame draws: posed visible geometry, particles, ribbons
+FIT_RULE = ("fit-v1: box of the posed vertices of geosets with alpha > 0, live PRE2/PREM particle centres"
+            " +- their drawn half-size, ribbon edge points; centre = box centre, r = half diagonal; auto's"
+            " direction, fov and distance; nothing drawn: the auto camera")
 AUTO_FOV_DEG = 45.0
 AUTO_AZIMUTH_DEG = 30.0
 AUTO_ELEVATION_DEG = 20.0
@@ -113,6 +123,27 @@ def model_bounds(model: Model, sequence: int | None = None) -> tuple[np.ndarray,
 
 def auto_camera(model: Model, sequence: int | None = None, aspect: float = 1.0) -> Camera:
     c, r, source = model_bounds(model, sequence)
+    return sphere_camera(c, r, aspect, f"auto:{source}")
+
+
+def fit_camera(box: tuple[np.ndarray, np.ndarray] | None, aspect: float, fallback: Camera) -> Camera:
+    """The ``fit`` rule (FIT_RULE): the auto camera's direction, field of view and distance formula around
+    the box of what the frame draws (`renderer.framing.drawn_box`): centre = the box's centre, r = half
+    its diagonal (the sphere holds the whole box). `fallback` (the auto camera) when the box is None,
+    empty or not finite: nothing is drawn, so there is nothing better to frame."""
+    if box is None:
+        return fallback
+    lo, hi = np.asarray(box[0], np.float64), np.asarray(box[1], np.float64)
+    c = (lo + hi) / 2
+    r = float(np.linalg.norm(hi - lo) / 2)
+    if not (np.all(np.isfinite(c)) and math.isfinite(r)) or r <= 0:
+        return fallback
+    return sphere_camera(c, r, aspect, "fit:drawn")
+
+
+def sphere_camera(c: np.ndarray, r: float, aspect: float, source: str) -> Camera:
+    """The auto direction (azimuth 30, elevation 20 degrees), fov 45 and distance 1.1 r / sin(fov / 2) around
+    the sphere (c, r); for a portrait aspect the distance keeps the sphere in view horizontally too."""
     fov = math.radians(AUTO_FOV_DEG)
     if aspect < 1.0:  # keep the whole sphere in view horizontally too
         fov_x_half = math.atan(math.tan(fov / 2) * aspect)
@@ -122,8 +153,7 @@ def auto_camera(model: Model, sequence: int | None = None, aspect: float = 1.0) 
     az, el = math.radians(AUTO_AZIMUTH_DEG), math.radians(AUTO_ELEVATION_DEG)
     direction = np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)])
     eye = c + d * direction
-    return Camera(tuple(eye.tolist()), tuple(c.tolist()), (0.0, 0.0, 1.0), AUTO_FOV_DEG, d / 100, 10 * d,
-                  f"auto:{source}")
+    return Camera(tuple(eye.tolist()), tuple(c.tolist()), (0.0, 0.0, 1.0), AUTO_FOV_DEG, d / 100, 10 * d, source)
 
 
 def cams_camera(model: Model, name: str) -> Camera:
@@ -159,8 +189,9 @@ def parse_explicit(spec: str) -> Camera:
 
 
 def resolve_camera(spec: str, model: Model, sequence: int | None = None, aspect: float = 1.0) -> Camera:
-    """'auto', a CAMS camera name, or an explicit eye:target:up:fov."""
-    if spec in ("", "auto"):
+    """'auto', a CAMS camera name, or an explicit eye:target:up:fov. ('fit' needs the frame's pose and
+    effects: `renderer.frame.Renderer` resolves it with `fit_camera`; here it is the auto camera.)"""
+    if spec in ("", AUTO_CAMERA, FIT_CAMERA):
         return auto_camera(model, sequence, aspect)
     if spec.count(":") >= 1 and any(ch.isdigit() for ch in spec.split(":")[0]):
         return parse_explicit(spec)

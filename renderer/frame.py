@@ -17,8 +17,9 @@ import numpy as np
 
 from renderer.anim import TIME_RULE, find_sequence
 from renderer.anim.tracks import check_time
-from renderer.camera import Camera, resolve_camera
+from renderer.camera import FIT_CAMERA, FIT_RULE, Camera, fit_camera, resolve_camera
 from renderer.errors import Diagnostic
+from renderer.framing import drawn_box
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
 from renderer.rules import (
@@ -40,7 +41,7 @@ class FrameSpec:
     time_ms: int = 0  # from the sequence start
     width: int = 512
     height: int = 512
-    camera: str = "auto"  # auto | CAMS name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]
+    camera: str = "auto"  # auto | fit | CAMS name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]] (renderer.camera)
     team: int = 0
     msaa: int = 0
     background: str = "transparent"  # transparent | #rrggbb
@@ -172,13 +173,29 @@ class Renderer:
             self._digests[id(model)] = known
         return known[1]
 
-    def _pose(self, model: Model, spec: FrameSpec):
-        """(sequence index, camera, GPU resources, pose) of a frame; the context is made current."""
+    def _pose(self, model: Model, spec: FrameSpec, digest: str | None = None):
+        """(sequence index, camera, GPU resources, pose, effects) of a frame; the context is made current.
+        The effects (None when the model has none, or when `digest` is None: not asked for) are the
+        simulation at the frame's time, seen from its camera. The ``fit`` camera poses and simulates
+        once from the auto camera to find what is drawn (renderer.framing), then again from the camera
+        that frames it (billboards and view-dependent emitters face the camera that draws them)."""
         self.context.make_current()
         seq = resolve_sequence(model, spec.sequence)
-        camera = resolve_camera(spec.camera, model, seq, spec.width / spec.height)
         gpu = self._gpu(model, spec)
-        return seq, camera, gpu, gpu.animator.pose(seq, spec.time_ms, camera.view())
+        aspect = spec.width / spec.height
+        camera = resolve_camera(spec.camera, model, seq, aspect)
+        if spec.camera == FIT_CAMERA:
+            pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
+            fx = self._effects(model, gpu, seq, spec, digest or self._digest(model, None), camera)
+            fitted = fit_camera(drawn_box(model, pose, fx, camera.view()), aspect, camera)
+            if fitted is camera:  # nothing drawn: the auto camera's pose and effects are the frame's
+                return seq, camera, gpu, pose, (fx if digest else None)
+            camera = fitted
+        pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
+        return seq, camera, gpu, pose, self._effects(model, gpu, seq, spec, digest, camera) if digest else None
+
+    def _effects(self, model: Model, gpu, seq: int | None, spec: FrameSpec, digest: str, camera: Camera):
+        return self.effects.at(model, gpu.animator, seq, spec.time_ms, spec.instance_seed, digest, camera.view())
 
     def reset_effects(self) -> None:
         """Drop every running particle/ribbon simulation: the next frame simulates from t = 0."""
@@ -190,14 +207,13 @@ class Renderer:
         from renderer.scene import draw_model
 
         bg = spec.background_rgba()
-        seq, camera, gpu, pose = self._pose(model, spec)
+        # Effects: the content hash seeds the emitters, so it is known before posing.
+        digest = self._digest(model, model_digest)
+        seq, camera, gpu, pose, fx = self._pose(model, spec, digest)
         aspect = spec.width / spec.height
         if self._program is None:
             self._program = ModelProgram()
             self._palette = PaletteBuffer()
-        # Effects: the content hash seeds the emitters, so it is known before drawing.
-        digest = self._digest(model, model_digest)
-        fx = self.effects.at(model, gpu.animator, seq, spec.time_ms, spec.instance_seed, digest, camera.view())
         lights, notes = self._lights(model, spec, pose)
         fb = self._framebuffer(spec.width, spec.height, spec.msaa)
         try:
@@ -281,7 +297,7 @@ class Renderer:
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import upload_palettes
 
-        _, _, gpu, pose = self._pose(model, spec)
+        _, _, gpu, pose, _ = self._pose(model, spec)
         if self._palette is None:
             self._palette = PaletteBuffer()
         offsets = upload_palettes(pose, self._palette)
@@ -318,9 +334,10 @@ class Renderer:
             "lighting": lighting_rule(spec.lighting).describe(),
             "render_rule": RENDER_RULE,
             "gl": self.gl_info(),
-        } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"}) | (
-            {"wireframe": True} if spec.wireframe else {}) | (
-            {"events": "model"} if spec.events != "off" else {})  # keys only when on: frames without them are as before
+        } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"}) | (  # keys only when on:
+            {"wireframe": True} if spec.wireframe else {}) | (  # frames without them are as before
+            {"events": "model"} if spec.events != "off" else {}) | (
+            {"camera_rule": FIT_RULE} if spec.camera == FIT_CAMERA else {})
 
     def __enter__(self) -> Renderer:
         return self

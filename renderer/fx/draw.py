@@ -157,7 +157,7 @@ class EffectResources:
         self._textures, self._children, self._child_fx = {}, {}, {}
 
 
-def _prem_quads(e, sim) -> np.ndarray:
+def prem_quads(e, sim) -> np.ndarray:
     p = e.particles
     n = len(p)
     out = np.zeros((n, pre2.INSTANCE_FLOATS), np.float32)
@@ -244,7 +244,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
     for e in sim.prem:
         if e.spec.model or len(e.particles) == 0:
             continue
-        quads = _prem_quads(e, sim)
+        quads = prem_quads(e, sim)
         instances.append(quads)
         items.append((0, len(items), "particles", (at, len(quads), res.prem_texture(e.spec),
                                                    blending.particle_state(0), 1.0)))
