@@ -1,31 +1,73 @@
 """The one atomic file write (temporary file in the same folder, then rename), for every writer
-of ours: PNG frames, MDX and MDL models here, and everything the farm stores (farm.files)."""
+of ours: PNG frames, MDX and MDL models here, and everything the farm stores (farm.files).
+
+Only a regular file (or a name not taken yet) is replaced. A name that leads to something else is
+written into, as `cp` and Pillow do: a device or a FIFO (`-o /dev/stdout`, `-o >(viewer)`, a named
+pipe) gets the bytes straight, since renaming a file over it would destroy it (`-o /dev/full` used
+to leave a PNG file where the device was) and a stream has no half-written state to protect. A
+symbolic link keeps being a link: the file it points to is replaced. A folder is refused.
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import stat
 import uuid
 from pathlib import Path
 
 __all__ = ["atomic_write"]
 
+# Names of open file descriptors: written into, never resolved and renamed over (`-o /dev/stdout`
+# with stdout redirected to a file must write that open file, not replace the file behind it).
+_DESCRIPTOR = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|thread-self|\d+)/fd/\d+")
+
 
 def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = None) -> None:
     """Write `data` to `path` through a temporary file in `tmp_dir` (default: path's folder, which must
     be on the same file system), renamed into place: a reader never sees half a file and a process
-    killed mid-write leaves at most a stray ``.NAME.PID.XXXX.tmp``."""
+    killed mid-write leaves at most a stray ``.NAME.PID.XXXX.tmp`` (NAME cut to 40 characters). A
+    device or FIFO is written into, a link's file is replaced (module docstring); OSErrors name `path`."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tmp_dir) if tmp_dir is not None else path.parent
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        mode = None  # not there yet (or unreachable: the write below names the problem)
+    if mode is not None and stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write", str(path))
+    if (mode is not None and not stat.S_ISREG(mode)) or _DESCRIPTOR.fullmatch(os.path.abspath(path)):
+        _write_into(path, data)
+        return
+    if target != path:
+        tmp_dir = None  # the link's file may be on another file system than tmp_dir
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp_dir = Path(tmp_dir) if tmp_dir is not None else target.parent
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    tmp = tmp_dir / f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    # At most 40 characters of the name (160 bytes): a name near NAME_MAX still gets a temporary file.
+    tmp = tmp_dir / f".{target.name[:40]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
         with open(tmp, "wb") as f:  # no fsync: the rename is what readers rely on; a lost frame re-renders
             f.write(data)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except OSError as e:  # name the file the caller asked for, not the temporary one
         tmp.unlink(missing_ok=True)
         raise type(e)(e.errno, e.strerror, str(path)) from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _write_into(path: Path, data: bytes) -> None:
+    """Write into what `path` opens (a device, a FIFO: blocks until it has a reader, as `cp` does)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        try:
+            view = memoryview(data)
+            while view:  # unbuffered: a full device fails here, at the write that did not fit
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, str(path)) from e

@@ -14,7 +14,6 @@ attributes, never from markup it builds.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader
@@ -58,7 +57,7 @@ class _Images:
         if not dest.is_file():
             if not src.is_file():
                 return None
-            shutil.copyfile(src, dest)
+            _copy(src, dest)
         return self.prefix + name
 
     def add_ref(self, store, ref: str | None, name: str) -> str | None:
@@ -70,8 +69,14 @@ class _Images:
             path = store.local_path(ref)
             if path is None:
                 return None
-            shutil.copyfile(path, dest)
+            _copy(path, dest)
         return self.prefix + name
+
+
+def _copy(src: Path, dest: Path) -> None:
+    """Copy through atomic_write: a copy cut short (a full disk, a kill) leaves no part of a file,
+    which the next report would keep because its name exists."""
+    atomic_write(dest, Path(src).read_bytes())
 
 
 def _anchor(key: str) -> str:
@@ -168,7 +173,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     (out / "static").mkdir(exist_ok=True)
     for f in STATIC.iterdir():
         if f.is_file():
-            shutil.copyfile(f, out / "static" / f.name)
+            _copy(f, out / "static" / f.name)
     views = build_views(results, out, serve)
     paths = {"html": out / "index.html", "junit": out / "junit.xml", "markdown": out / "summary.md",
              "results": out / "results.json"}

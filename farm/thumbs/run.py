@@ -41,6 +41,8 @@ from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
 from farm.thumbs.state import State, fingerprint
 from farm.thumbs.work import FORMATS
 from renderer.assets import read_source
+from renderer.assets.paths import safe_relative
+from renderer.errors import FormatError
 from renderer.frame import RENDERER_VERSION
 from renderer.gl.threads import available_cores
 
@@ -120,7 +122,9 @@ class Summary:
 
 
 def _thumb_rel(model_id: str, fmt: str) -> str:
-    return f"thumbs/{model_id}.{fmt}"
+    """Where a model's thumbnail goes: ids come from file and archive entry names, which may hold
+    '..', a leading '/', backslashes or overlong components; safe_relative keeps it under thumbs/."""
+    return f"thumbs/{safe_relative(model_id)}.{fmt}"
 
 
 def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
@@ -199,9 +203,9 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
             fps[f.id] = fp = fingerprint(_render_options(opts, assets))
             try:
                 digest = model_digest(str(f.path))
-            except OSError as e:
-                state.record(f.id, {"status": "failed", "error": f"{f.path}: cannot read: {e.strerror or e}",
-                                    "options": fp, "sha256": None})
+            except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
+                error = str(e) if isinstance(e, FormatError) else f"{f.path}: cannot read: {e.strerror or e}"
+                state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None})
                 summary.rendered.append(f.id)
                 continue
             rec = state.records.get(f.id)

@@ -211,7 +211,11 @@ class MpqArchive:
             archive = self._open_handle()
             fh = ctypes.c_void_p()
             if not lib.SFileOpenFileEx(archive, _encode(wanted), SFILE_OPEN_FROM_MPQ, ctypes.byref(fh)):
-                raise MpqError(self.path, f"cannot open entry {wanted!r} ({_why(lib.GetLastError())})")
+                why = _why(lib.GetLastError())
+                if lib.SFileHasFile(archive, _encode("\\" + wanted)):  # listed without its leading '\'
+                    raise MpqError(self.path, f"entry {chr(92) + wanted!r} has an absolute name (a leading"
+                                              " separator), which is refused")
+                raise MpqError(self.path, f"cannot open entry {wanted!r} ({why})")
             try:
                 high = ctypes.c_uint32(0)
                 size = lib.SFileGetFileSize(fh, ctypes.byref(high))

@@ -1,13 +1,16 @@
-"""The game's rules for the texture paths a model names, shared by every lookup: `refusal` (paths
-never looked up) and `extension_variants` (the Reforged extension fallback). The search order and
-the rest of the rules are in renderer.assets.search and renderer.formats.textures.resolve."""
+"""Path rules. The game's rules for the texture paths a model names, shared by every lookup:
+`refusal` (paths never looked up) and `extension_variants` (the Reforged extension fallback); the
+search order and the rest of the rules are in renderer.assets.search and
+renderer.formats.textures.resolve. And the one rule for naming an output after an untrusted name
+(a model's path, an archive entry): `safe_relative`."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import PurePosixPath
 
-__all__ = ["EXTENSIONS", "SEPARATORS", "WHERE", "extension_variants", "refusal"]
+__all__ = ["EXTENSIONS", "SEPARATORS", "WHERE", "extension_variants", "refusal", "safe_relative"]
 
 EXTENSIONS = (".blp", ".dds", ".tga")
 WHERE = "texture path"
@@ -42,3 +45,44 @@ def extension_variants(name: str) -> list[str]:
         return [name]
     stem = name[: -len(suffix)]
     return [name] + [stem + ext for ext in EXTENSIONS if ext != suffix.lower()]
+
+
+SAFE_PART_BYTES = 200  # a name component kept as it is: room for a suffix (".webp.json") under NAME_MAX 255
+SAFE_TOTAL_BYTES = 1024  # a whole name kept component by component: far below PATH_MAX 4096 with any folder
+_HASHED = re.compile(r".*~[0-9a-f]{16}\Z", re.DOTALL)  # what a rewritten component ends with
+_UNSAFE_CHARS = re.compile(r"[\x00-\x1f\x7f\\\ud800-\udfff]")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _part_ok(part: str) -> bool:
+    return (bool(part.strip(". ")) and not _UNSAFE_CHARS.search(part) and not _HASHED.match(part)
+            and len(part.encode("utf-8")) <= SAFE_PART_BYTES)
+
+
+def _rewritten(part: str) -> str:
+    """A component that may not be used as it is: its readable characters (at most 64), '~' and a
+    hash of the whole component; a name kept as it is never ends like that, so none collide."""
+    readable = _UNSAFE_CHARS.sub("_", part)[:64].strip(". ") or "_"
+    return f"{readable}~{_digest(part)}"
+
+
+def safe_relative(name: str) -> str:
+    """A relative '/'-separated name, safe to join to an output folder, for an untrusted name whose
+    components are separated by '/' (a model's id, an archive entry as a source names it).
+
+    Every component stays inside the folder it is joined to: a component that is empty, only dots
+    and spaces (`..`), holds a backslash, a control character (NUL) or bytes that are not UTF-8,
+    or is longer than SAFE_PART_BYTES, is rewritten (`_rewritten`); a leading '/' is an empty
+    first component, so it is rewritten too, and a drive letter (`C:`) is a plain folder name here.
+    A name longer than SAFE_TOTAL_BYTES keeps only its last component, under a folder named by a
+    hash of the whole name. The same name always gives the same result, and two different names
+    never give the same one (no component kept as it is looks like a rewritten one). Names with
+    nothing to rewrite are returned unchanged."""
+    parts = [p if _part_ok(p) else _rewritten(p) for p in name.split("/")]
+    out = "/".join(parts)
+    if len(out.encode("utf-8", "surrogatepass")) > SAFE_TOTAL_BYTES:
+        out = f"long~{_digest(name)}/{parts[-1]}"
+    return out
