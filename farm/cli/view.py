@@ -61,7 +61,7 @@ def add_parsers(sub) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m farm.cli.view ...` until `farm view` is in farm.cli.GROUPS."""
+    """`python -m farm.cli.view ...`: `farm view ...` on its own (the same parser and command)."""
     import argparse  # noqa: PLC0415 - only this stand-alone entry needs its own parser
 
     p = argparse.ArgumentParser(prog="farm")
