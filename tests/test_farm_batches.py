@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from farm.plan.batches import Batch, expand_manifest, resolve_times
+from farm.plan.batches import Batch, expand_manifest, expand_plan, resolve_times
 from farm.plan.keys import trace_key
 from farm.plan.manifest import ManifestError, load_manifest
 from farm.run.execute import BatchResult, TransientError, render_batch
@@ -69,7 +69,7 @@ def test_expansion_one_batch_per_model_and_sequence(samples):
         paths = ["models/*.mdx"]
         [[models]]
         path = "models/effects.mdx"
-        sequences = ["stand", "Nope"]
+        sequences = ["stand"]
         every = 1000
         """.replace("\n        ", "\n"))
     plan = expand_manifest(m)
@@ -83,12 +83,13 @@ def test_expansion_one_batch_per_model_and_sequence(samples):
     assert [b.sequence_name for b in by_model["models/crate.mdx"]] == [n for n, _ in crate]
     for b, (_, length) in zip(by_model["models/crate.mdx"], crate, strict=True):
         assert b.times == sorted({0, 250, length}) and not b.provisional and b.model_digest
-    # effects: the later entry; "stand" found case-insensitively; "Nope" is provisional and fails later
+    # effects: the later entry; "stand" found case-insensitively (an unknown name: tests/test_plan_errors.py)
     eff = by_model["models/effects.mdx"]
-    assert [(b.sequence_name, b.provisional) for b in eff] == [("Stand", False), ("Nope", True)]
-    # the broken model could not be read: one provisional batch, keys still named
+    assert [(b.sequence_name, b.provisional) for b in eff] == [("Stand", False)]
+    # the broken model could not be read: one provisional batch, keys still named, failed as planned
     (broken,) = by_model["models/broken.mdx"]
     assert broken.provisional and broken.model_digest is None and broken.sequence is None
+    assert set(plan.unloadable) == {"models/broken.mdx"} and broken not in plan.runnable()
     assert broken.keys == [f"models/broken.mdx|-|{t}ms|auto|64x64|msaa0|team0|transparent" for t in (0, 250)]
     # thresholds per trace: the job's, then the matching [[thresholds.traces]]
     key = next(k for k in plan.traces if k.startswith("models/crate.mdx|Death|"))
@@ -178,7 +179,9 @@ def test_load_failure_fails_the_batch_with_the_sentence(samples, tmp_path):
 
 def test_unknown_sequence_and_changed_model(samples, tmp_path):
     m = manifest(samples, 'sequences = ["Nope"]\n[[models]]\npath = "models/crate.mdx"\n', "n.toml")
-    (b,) = expand_manifest(m).batches
+    with pytest.raises(ManifestError, match="has no 'Nope'"):
+        expand_manifest(m)
+    (b,) = expand_plan(m.plans[0]).batches  # as `farm retry` plans a model of an older job again
     (f,) = render_batch(b, Recorder, Store(tmp_path), "j").frames
     assert "unknown sequence 'Nope'" in f.error and "'Stand'" in f.error
     b = crate_batch(samples)

@@ -25,6 +25,7 @@ from farm.cli.common import (
     write_reports,
 )
 from farm.compare.runs import compare_run
+from farm.compare.status import CAUSE_HINTS, UNLOADABLE
 from farm.demo import run_demo
 from farm.files import file_digest
 from farm.goldens import GoldenError
@@ -217,6 +218,9 @@ def cmd_retry(args) -> int:
         print(f"note: {note}", file=sys.stderr)
     job = retry_job(ref, out=args.out, failed=args.failed, pending=args.pending,
                     broker=args.broker, workers=args.workers, progress=False if args.no_progress else None)
+    if args.failed:
+        for model in job.unloadable():
+            print(f"farm retry: nothing a retry can fix for {model}: it {CAUSE_HINTS[UNLOADABLE]}", file=sys.stderr)
     return _finish_job(job, "retry")
 
 

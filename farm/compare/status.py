@@ -4,6 +4,11 @@ Against goldens (`compare_run`): ``pass``, ``fail``, ``rejected`` (an image reje
 ``new`` (no golden yet), ``error`` (did not render). Between two runs (`diff_runs`): ``unchanged``,
 ``changed``, ``added``, ``removed``, ``error``. Reports, summaries, JUnit and the CLI read every
 list, order and label from here.
+
+Why a job's frame failed, when a retry cannot help: its trace's ``cause`` in the job state.
+``unloadable``: the model did not load when the job was planned (farm.plan.batches); nothing renders
+its frames, `farm retry --failed` leaves them until the model loads, and the hints say to fix the
+model instead (`RETRY_CANNOT_FIX`, `CAUSE_HINTS`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ __all__ = [
     "LABELS",
     "PASSING",
     "REPORT_ORDER",
+    "RETRY_CANNOT_FIX",
+    "CAUSE_HINTS",
+    "UNLOADABLE",
     "STATUS_ORDER",
     "group_of",
     "statuses",
@@ -54,3 +62,10 @@ def group_of(status: str) -> str:
 def statuses(kind: str | None) -> tuple[str, ...]:
     """The statuses of a results document of `kind` ("goldens" or "diff"), in summary order."""
     return DIFF_STATUSES if kind == "diff" else GOLDEN_STATUSES
+
+
+# Causes of failed frames (a job trace's `cause`) that `farm retry` cannot fix, and what to do instead.
+UNLOADABLE = "unloadable"
+RETRY_CANNOT_FIX = frozenset({UNLOADABLE})
+CAUSE_HINTS = {UNLOADABLE: "does not load, and a retry renders the same failure: fix the model, then run the job"
+                           " again"}

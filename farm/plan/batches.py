@@ -9,6 +9,12 @@ simulates its effects) once per batch and walks time forward. Running a batch is
 have not changed since the first job format, so jobs written by earlier versions still load.
 
 Nothing here imports GL; planning reads each model once (no GL) for its sequences and lengths.
+
+What a retry cannot fix is found here, before anything renders: a model that does not load is
+`Plan.unloadable` (its traces carry the cause `farm.compare.status.UNLOADABLE` and the sentence
+"<model> does not load: <the loader's sentence>"; `farm run` sends none of its batches and
+`farm retry` leaves it until the model loads), and a sequence named in a manifest that a model
+does not have is a ManifestError naming the line of that `sequences` entry (`expand_manifest`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from farm.compare.status import UNLOADABLE
 from farm.files import file_digest
 from farm.plan.keys import trace_key
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
@@ -30,12 +37,24 @@ from renderer.formats import load_model
 DEFAULT_MAX_FRAMES = 200_000
 DEFAULT_BATCH_FRAMES = 48
 
-__all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "expand_manifest", "expand_plan", "find_sequence",
-           "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_times", "sequence_label"]
+__all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "error_text", "expand_manifest", "expand_plan",
+           "find_sequence", "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_times",
+           "sequence_label"]
 
 
 class TooManyFrames(ValueError):
     """A plan that would render more frames than the job's cap (FARM_MAX_FRAMES)."""
+
+
+def error_text(e: BaseException) -> str:
+    """An exception as one sentence: our errors' own `sentence()`, else "Type: message"."""
+    sentence = getattr(e, "sentence", None)
+    if callable(sentence):
+        try:
+            return sentence()
+        except Exception:  # noqa: BLE001
+            pass
+    return f"{type(e).__name__}: {e}"
 
 
 def batch_frames(environ=None) -> int:
@@ -153,13 +172,22 @@ class Plan:
     """A job, expanded: its batches and, per trace key, what the golden step needs to know."""
 
     batches: list[Batch]
-    traces: dict[str, dict]  # key -> {model, sequence, time_ms, batch, thresholds}
+    traces: dict[str, dict]  # key -> {model, sequence, time_ms, batch, thresholds[, cause, error]}
     models: dict[str, dict] = field(default_factory=dict)  # model rel -> ModelPlan.to_dict()
+    unloadable: dict[str, str] = field(default_factory=dict)  # model rel -> "<rel> does not load: <sentence>"
+    # model rel -> [(the sequence asked for, the names the model has)]: a manifest error (expand_manifest)
+    unknown: dict[str, list] = field(default_factory=dict)
 
     def merge(self, other: Plan) -> None:
         self.batches.extend(other.batches)
         self.traces.update(other.traces)
         self.models.update(other.models)
+        self.unloadable.update(other.unloadable)
+        self.unknown.update(other.unknown)
+
+    def runnable(self) -> list[Batch]:
+        """The batches worth sending: not those of a model that does not load (they fail as planned)."""
+        return [b for b in self.batches if b.model_rel not in self.unloadable]
 
 
 def sequence_label(model, index: int) -> str:
@@ -177,8 +205,11 @@ def find_sequence(model, key) -> int:
 
 def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), loader=None) -> Plan:
     """Batches and traces of one model. The model is read here (no GL) for its sequences and their
-    lengths; when it cannot be read, the batches are provisional: their frames fail when rendered,
-    with the loader's sentence, and `farm retry` plans them again."""
+    lengths. When it cannot be read, the batches are provisional and the model is in `unloadable`:
+    its traces are failed as planned (cause UNLOADABLE, the loader's sentence), nothing renders them,
+    and `farm retry` plans the model again once it loads. A sequence the model does not have is in
+    `unknown` (a manifest error for `expand_manifest`); its batch is provisional (for a retry of a
+    job planned before: its frames fail with the list of sequences the model has)."""
     load = loader or read_model
     batches: list[Batch] = []
     rs = plan.settings
@@ -191,9 +222,12 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     def provisional_times():
         return resolve_times(plan, 0) if plan.every is None else [0]
 
+    unloadable: dict[str, str] = {}
+    unknown: list = []
     try:
         model, digest = read_model_and_digest(plan.path, load)
-    except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
+    except Exception as e:  # noqa: BLE001 - any loader failure: the model's frames fail with its sentence
+        unloadable[plan.rel] = f"{plan.rel} does not load: {error_text(e)}"
         selectors = [None] if plan.sequences == "all" else list(plan.sequences)
         for sel in selectors:
             times = provisional_times()
@@ -214,7 +248,8 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
                 continue
             try:
                 index = sel if plan.sequences == "all" else find_sequence(model, sel)
-            except ValueError:  # not in this model: its frames fail with the list of sequences it has
+            except ValueError as e:  # not in this model: a manifest error (or, on a retry, failed frames)
+                unknown.append((sel, list(getattr(e, "available", None) or [s.name for s in model.sequences])))
                 times = provisional_times()
                 batches.append(Batch(plan.path, plan.rel, digest, str(sel), str(sel), times,
                                      keys_for(str(sel), times), provisional=True, **common))
@@ -237,7 +272,9 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
                     thresholds.update(tt.values)
             traces[k] = {"model": plan.rel, "sequence": b.sequence_name, "time_ms": t, "batch": b.id,
                          "thresholds": thresholds}
-    return Plan(batches, traces, {plan.rel: plan.to_dict()})
+            if plan.rel in unloadable:
+                traces[k].update(cause=UNLOADABLE, error=unloadable[plan.rel])
+    return Plan(batches, traces, {plan.rel: plan.to_dict()}, unloadable, {plan.rel: unknown} if unknown else {})
 
 
 def model_digest(source: str) -> str:
@@ -261,8 +298,8 @@ def read_model(path: str):
 
 
 def expand_manifest(manifest: Manifest, loader=None) -> Plan:
-    """Every model of the manifest, expanded. A `[[thresholds.traces]]` glob that matches no trace
-    is a ManifestError naming its line."""
+    """Every model of the manifest, expanded. A sequence named in the manifest that a model does not
+    have, and a `[[thresholds.traces]]` glob that matches no trace, are ManifestErrors naming the line."""
     plan = Plan([], {}, {})
     cap = max_frames()
     for mp in manifest.plans:
@@ -274,6 +311,8 @@ def expand_manifest(manifest: Manifest, loader=None) -> Plan:
             raise ManifestError(manifest.shown_as or manifest.path, mp.line,
                                 f"the job plans {len(plan.traces):,} frames by {mp.rel}, more than the cap of {cap:,}"
                                 f" per job (FARM_MAX_FRAMES): render fewer timestamps or split the job")
+    if plan.unknown:
+        raise manifest.unknown_sequences(manifest.plans, plan.unknown)
     for tt in manifest.trace_thresholds:
         if not any(fnmatch.fnmatchcase(k, tt.match) for k in plan.traces):
             example = next(iter(plan.traces), "?")

@@ -211,6 +211,38 @@ class Manifest:
     def line_of(self, *key) -> int | None:
         return _line(key_lines(self.text), key)
 
+    def sequences_key(self, plan: ModelPlan) -> tuple:
+        """The key of the `sequences` entry that applies to `plan`: its [[models]] entry's, else the job's."""
+        own = ("models", plan.entry - 1, "sequences")
+        return own if own in key_lines(self.text) else ("sequences",)
+
+    def unknown_sequences(self, plans: list[ModelPlan], unknown: dict[str, list]) -> ManifestError:
+        """The error for sequences named here that models do not have (`unknown`: model rel -> [(the
+        name or index asked for, the names the model has)]), placed at the first such `sequences`
+        entry, naming each model it matched that lacks one, with the nearest names it has."""
+        lines = key_lines(self.text)
+        by_key: dict[tuple, list[str]] = {}
+        for plan in plans:
+            for asked, names in unknown.get(plan.rel, ()):
+                lack = f"{plan.rel} has no {asked!r} ({_nearest(asked, names)})"
+                by_key.setdefault(self.sequences_key(plan), []).append(lack)
+        key = min(by_key, key=lambda k: _line(lines, k) or 0)
+        lacks = by_key[key]
+        shown = "; ".join(lacks[:5]) + (f"; and {len(lacks) - 5} more" if len(lacks) > 5 else "")
+        who = "a model matched here does" if len(lacks) == 1 else f"{len(lacks)} models matched here do"
+        hint = "" if len(lacks) == 1 else " (to render the first of the list each model has, end it with \"first\")"
+        return ManifestError(self.shown_as or self.path, _line(lines, key),
+                             f"{_where(key)} names a sequence that {who} not have: {shown}{hint}")
+
+
+def _nearest(asked, names: list[str]) -> str:
+    """`did you mean 'Stand'? it has ...`: the nearest names (case-insensitive) and what the model has."""
+    has = f"it has {', '.join(repr(str(n)) for n in names[:12])}{' ...' if len(names) > 12 else ''}" if names \
+        else "it has no sequences"
+    lower = {str(n).lower(): str(n) for n in names}
+    close = [lower[c] for c in difflib.get_close_matches(str(asked).lower(), list(lower), n=2, cutoff=0.6)]
+    return f"did you mean {' or '.join(map(repr, close))}? {has}" if close else has
+
 
 # --------------------------------------------------------------------------------------------
 # Line numbers: tomllib gives none, so find each key's line by scanning the text.

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from farm.plan.batches import Batch, find_sequence, read_model_and_digest
+from farm.plan.batches import Batch, error_text, find_sequence, read_model_and_digest
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
@@ -102,17 +102,6 @@ class BatchResult:
         """Every frame of `batch` failed with `error` (a runner's verdict on a batch it lost)."""
         return cls(batch.id, [FrameResult(k, t, "failed", error=error)
                               for t, k in zip(batch.times, batch.keys, strict=True)])
-
-
-def error_text(e: BaseException) -> str:
-    """An exception as one sentence: our errors' own `sentence()`, else "Type: message"."""
-    sentence = getattr(e, "sentence", None)
-    if callable(sentence):
-        try:
-            return sentence()
-        except Exception:  # noqa: BLE001
-            pass
-    return f"{type(e).__name__}: {e}"
 
 
 def diag_dict(d) -> dict:

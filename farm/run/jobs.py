@@ -34,6 +34,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from farm.compare.status import CAUSE_HINTS, RETRY_CANNOT_FIX, UNLOADABLE
 from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
 from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
 from farm.run.dispatch import mode, run_batches
@@ -79,8 +80,7 @@ class JobState:
         if store.has_job(job_id):
             raise JobError(f"job {job_id!r} already exists in {store.location}; `farm retry {job_id} --failed`"
                            f" reruns its failed frames")
-        traces = {k: {**v, "status": "pending", "digest": None, "error": None, "attempts": 0}
-                  for k, v in plan.traces.items()}
+        traces = {k: _planned(v) for k, v in plan.traces.items()}
         data = {
             "format": FORMAT, "job": job_id, "name": manifest.name, "manifest": str(manifest.path),
             "manifest_sha256": hashlib.sha256(manifest.text.encode("utf-8")).hexdigest()
@@ -257,10 +257,24 @@ class JobState:
                 continue
             b = b if len(keys) == len(b.keys) else b.subset(keys)
             for k in b.keys:
-                self.traces[k] = {**plan.traces[k], "batch": b.id, "status": "pending", "digest": None,
-                                  "error": None, "attempts": 0}
-            out.append(b)
+                self.traces[k] = _planned({**plan.traces[k], "batch": b.id})
+            if b.model_rel in plan.unloadable:  # still does not load: failed as planned, nothing to send
+                self.batches[b.id] = b.to_dict()
+            else:
+                out.append(b)
         return out
+
+    def unloadable(self) -> dict[str, str]:
+        """Model -> "<model> does not load: <sentence>", for the models whose frames failed because
+        the model did not load when planned (a retry cannot fix them: farm.compare.status)."""
+        return {t["model"]: t.get("error") or "" for _, t in sorted(self.traces.items())
+                if t["status"] == "failed" and t.get("cause") in RETRY_CANNOT_FIX}
+
+
+def _planned(trace: dict) -> dict:
+    """A planned trace's state: pending, or failed as planned (its model does not load: cause, error)."""
+    return {**trace, "status": "failed" if trace.get("cause") else "pending", "digest": None,
+            "error": trace.get("error"), "attempts": 0}
 
 
 # --------------------------------------------------------------------------------------------
@@ -301,7 +315,7 @@ def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | N
         raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
     store = open_store(out or default_out())
     job = JobState.create(store, m, plan, job_id)  # its document is written when the batches are sent
-    _execute(job, plan.batches, broker_url(broker), workers, progress)
+    _execute(job, plan.runnable(), broker_url(broker), workers, progress)
     return job
 
 
@@ -354,6 +368,9 @@ def status_text(job: JobState, limit: int = 20) -> str:
             lines.append(f"  {k}: {job.traces[k]['error']}")
         if len(failed) > limit:
             lines.append(f"  ... and {len(failed) - limit} more (all are in {job.store.job_location(job.id)})")
+    for model in job.unloadable():
+        lines.append(f"{model} {CAUSE_HINTS[UNLOADABLE]} (farm run {job.data.get('manifest') or 'MANIFEST'})")
+    failed = [k for k in failed if job.traces[k].get("cause") not in RETRY_CANNOT_FIX]
     if failed or c["pending"]:
         what = " ".join(f for f, n in (("--failed", len(failed)), ("--pending", c["pending"])) if n)
         lines.append(f"rerun with: farm retry {job.id} {what} --out {job.store.location}")
