@@ -6,10 +6,11 @@ file system and renames it into place, so a reader never sees half a file. `json
 JSON layout of every document we write (sorted keys, one space indent, UTF-8, final newline), so
 the same data always gives the same bytes.
 
-`append_json_line` appends one record as one line with a single O_APPEND write; a write cut short
-(a full disk) cuts the file back to its old length and raises, and a torn last line an earlier
-append left (a process killed mid-write) is cut off before the next one. `read_json_lines` gives
-the records back, leaving out (with a warning) a torn last line.
+`append_json_line` appends one record as one line with a single O_APPEND write (`append_line`, for
+any line; the golden decision log uses it too); a write cut short (a full disk) cuts the file back
+to its old length and raises, and a torn last line an earlier append left (a process killed
+mid-write) is cut off before the next one. `read_json_lines` gives the records back, leaving out
+(with a warning) a torn last line.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pathlib import Path
 
 from renderer.files import atomic_write
 
-__all__ = ["append_json_line", "atomic_write", "atomic_write_json", "file_digest", "json_bytes", "read_json_lines"]
+__all__ = ["append_json_line", "append_line", "atomic_write", "atomic_write_json", "file_digest", "json_bytes",
+           "read_json_lines", "read_json_lines_at"]
 
 log = logging.getLogger("farm.files")
 
@@ -61,8 +63,17 @@ def _whole_lines_end(fd: int, size: int) -> int:
 def append_json_line(path: str | Path, record: dict) -> None:
     """Append `record` (compact JSON, sorted keys) as one line to `path`: whole or absent. An
     OSError names `path`."""
+    append_line(path, (json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n")
+                .encode("utf-8"))
+
+
+def append_line(path: str | Path, line: bytes, *, keep: int | None = None, sync: bool = False) -> int:
+    """Append `line` (one line, its newline included) to `path` with one O_APPEND write: whole or
+    absent. The file is first cut back to `keep` bytes when that is given and shorter (a caller
+    dropping records of its own), else a torn last line is cut off. `sync`: fsync it before
+    returning. Returns the file's length before the append (to cut back to when what must follow
+    fails). An OSError names `path`."""
     path = Path(path)
-    line = (json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
@@ -70,12 +81,17 @@ def append_json_line(path: str | Path, record: dict) -> None:
         raise type(e)(e.errno, e.strerror, str(path)) from e
     try:
         size = os.fstat(fd).st_size
-        if size and os.pread(fd, 1, size - 1) != b"\n":  # a torn line: cut it off
+        if keep is not None and keep < size:
+            size = keep
+            os.ftruncate(fd, size)
+        elif size and os.pread(fd, 1, size - 1) != b"\n":  # a torn line: cut it off
             size = _whole_lines_end(fd, size)
             os.ftruncate(fd, size)
         try:
             if os.write(fd, line) != len(line):  # cut short: the disk filled part way
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            if sync:
+                os.fsync(fd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, size)
@@ -84,19 +100,25 @@ def append_json_line(path: str | Path, record: dict) -> None:
         raise type(e)(e.errno, e.strerror, str(path)) from e
     finally:
         os.close(fd)
+    return size
 
 
 def read_json_lines(path: str | Path) -> list[dict]:
     """The records of a JSON-lines file (none when it does not exist). A last line that is torn (no
     newline, or not JSON: a write cut short) is left out with a warning; any other line that is not
     a JSON object raises ValueError naming the file, the line and its byte offset."""
+    return [rec for _, rec in read_json_lines_at(path)]
+
+
+def read_json_lines_at(path: str | Path) -> list[tuple[int, dict]]:
+    """`read_json_lines`, each record with the byte offset its line starts at."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return []
     lines = data.split(b"\n")
-    records: list[dict] = []
+    records: list[tuple[int, dict]] = []
     offset = 0
     for no, line in enumerate(lines, 1):
         start, offset = offset, offset + len(line) + 1
@@ -117,5 +139,5 @@ def read_json_lines(path: str | Path) -> list[dict]:
             log.warning("%s: the last line (byte offset %d) has no newline (a write cut short); it is left out",
                         path, start)
             continue
-        records.append(rec)
+        records.append((start, rec))
     return records

@@ -182,7 +182,7 @@ def test_a_torn_last_line_is_ignored_with_a_warning_and_cut_off(tmp_path):
 
     p = farm("goldens", "log", "--goldens", g)
     assert p.returncode == 0 and "#1" in p.stdout
-    assert f"{g / G.LOG_NAME}: the last line, from byte offset {len(whole)} ({len(torn)} bytes" in p.stderr
+    assert f"{g / G.LOG_NAME}: the last line (byte offset {len(whole)}, {len(torn)} bytes) is torn" in p.stderr
     p = farm("reject", bad.id, "--trace", "*", "--out", store, "--goldens", g)
     assert p.returncode == 0, p.stderr
     assert (g / G.LOG_NAME).read_bytes().startswith(whole + b'{"id": 2, "action": "reject"')

@@ -14,6 +14,7 @@ from conftest import ROOT
 from farm.view.state import (
     BACKGROUNDS,
     ORBIT_DEG_PER_PX,
+    SCRIPT_STEPS,
     SCRUB_MS,
     ViewState,
     parse_script,
@@ -127,6 +128,26 @@ def test_a_script_is_a_key_sequence(samples):
     assert t == u
     with pytest.raises(ValueError, match="orbit DYAW DPITCH"):
         parse_script("spin 3")
+
+
+def test_view_help_lists_every_script_step_the_parser_takes():
+    """`farm view --help` is where a user finds the steps (screenshot included): each step it lists parses,
+    with its placeholders filled in, and each step kind the parser takes is listed."""
+    out = subprocess.run([sys.executable, "-m", "farm.cli", "view", "--help"], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60).stdout
+    listed = out.split("script steps", 1)[1].split("\n\n", 1)[0]
+    fill = {"DYAW": "1", "DPITCH": "2", "DX": "3", "DY": "4", "CLICKS": "1", "NAME": "s", "MS": "5",
+            "PATH": "x.png", "left|right": "left"}
+    kinds = set()
+    for syntax, _ in SCRIPT_STEPS:
+        assert syntax in listed, syntax
+        step = " ".join(fill.get(w, w) for w in syntax.split())
+        (event,) = parse_script(step)
+        kinds.add(event[0])
+    assert {"screenshot", "quit", "orbit", "drag", "pan", "zoom", "key", "tick", "press", "mouse", "wheel"} <= kinds
+    for word in ("spin 1", "screenshot", "orbit 1"):  # and nothing else parses
+        with pytest.raises(ValueError):
+            parse_script(word)
 
 
 def test_the_command_names_every_setting(samples):

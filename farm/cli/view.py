@@ -6,7 +6,7 @@ import sys
 
 from farm.cli.common import UsageError, size_arg
 from farm.settings import check_assets
-from farm.view.state import ViewState, parse_script
+from farm.view.state import ViewState, parse_script, script_help
 from renderer.errors import FormatError
 from renderer.formats import load_model
 from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
@@ -45,22 +45,23 @@ def cmd_view(args) -> int:
 
 
 def add_parsers(sub) -> None:
-    s = sub.add_parser("view", help="interactive preview window (glfw; needs a display)", description=KEYS_HELP)
+    s = sub.add_parser("view", help="interactive preview window (glfw; needs a display)",
+                       description=KEYS_HELP + "\n\n" + script_help())
     s.add_argument("model", help="model file (.mdx, .mdl, .model, .gbxmodel) or ARCHIVE:ENTRY")
     s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH of the frame and window, default 512x512")
     s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE", help="asset root (repeatable)")
     s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES),
                    help=f"lighting rule (default {DEFAULT_LIGHTING})")
     s.add_argument("--out", default=".", help="folder for frames saved with s (default: the current folder)")
-    s.add_argument("--script", help='steps instead of a user, e.g. "orbit 30 0; key s; quit" (farm/view/state.py'
-                                    " parse_script)")
+    s.add_argument("--script", help='steps instead of a user, e.g. "orbit 30 0; key s; quit" (every step: see'
+                                    " above)")
     s.add_argument("--hidden", action="store_true", help="do not show the window (scripts)")
     s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa"), help="the offscreen renderer's")
     s.set_defaults(func=cmd_view)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m farm.cli.view ...` until `farm view` is in farm.cli.GROUPS."""
+    """`python -m farm.cli.view ...`: `farm view ...` on its own (the same parser and command)."""
     import argparse  # noqa: PLC0415 - only this stand-alone entry needs its own parser
 
     p = argparse.ArgumentParser(prog="farm")

@@ -39,7 +39,7 @@ and the inexact comparison uses the environment's approved images when it has an
 generic ones.
 
 Writers take an exclusive lock on the folder (flock), reload, change the index, append one line
-to the log (farm.goldens.logfile: whole or absent, fsync'd) and then rewrite the index atomically,
+to the log (farm.files.append_line: whole or absent, fsync'd) and then rewrite the index atomically,
 so `farm serve` and a `farm approve` in a terminal never lose each other's decisions.
 
 **A decision takes effect with its index change, or not at all.** A process killed (or a disk
@@ -68,8 +68,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.files import atomic_write
-from farm.goldens.logfile import LogFile, append_line, cut_back, read_log
+from farm.files import append_line, atomic_write, read_json_lines_at
 from farm.images import png_pixel_digest
 from farm.settings import default_goldens
 
@@ -258,7 +257,7 @@ class Lookup:
 class GoldenIndex:
     root: Path
     entries: dict[tuple[str, str], dict] = field(default_factory=dict)
-    _journal: LogFile | None = field(default=None, repr=False, compare=False)  # the log as first read
+    _journal: tuple[list[dict], int | None] | None = field(default=None, repr=False, compare=False)  # log read
     _pending: dict | None = field(default=None, repr=False, compare=False)  # a record append_log staged
 
     @property
@@ -352,20 +351,23 @@ class GoldenIndex:
 
     def log(self) -> list[dict]:
         """The log records that took effect (read once per loaded index: as it was when loaded)."""
-        return list(self._read_journal().records)
+        return list(self._read_journal()[0])
 
-    def _read_journal(self) -> LogFile:
-        """The log file without a torn tail or a last record whose index change never landed
-        (`keep` then ends before that record's line)."""
+    def _read_journal(self) -> tuple[list[dict], int | None]:
+        """The log records that took effect, and the length to cut the log file back to before the
+        next append (None: only a torn last line to drop, which farm.files.append_line does)."""
         if self._journal is None:
-            journal = read_log(self.log_path, GoldenError)
-            if journal.records and not self._took_effect(journal.records[-1]):
-                rec = journal.records.pop()
-                journal.keep = journal.offsets.pop()
+            try:
+                lines = read_json_lines_at(self.log_path)  # a torn last line is left out, with a warning
+            except ValueError as e:
+                raise GoldenError(str(e)) from None
+            keep = None
+            if lines and not self._took_effect(lines[-1][1]):
+                keep, rec = lines.pop()
                 _log.warning("%s: decision #%s (%s) at byte offset %d never reached %s (the command stopped between"
-                            " its two writes); it is ignored and cut off at the next decision", self.log_path,
-                            rec.get("id"), rec.get("action"), journal.keep, self.index_path)
-            self._journal = journal
+                             " its two writes); it is ignored and cut off at the next decision", self.log_path,
+                             rec.get("id"), rec.get("action"), keep, self.index_path)
+            self._journal = ([rec for _, rec in lines], keep)
         return self._journal
 
     def _took_effect(self, record: dict) -> bool:
@@ -415,11 +417,13 @@ class GoldenIndex:
             if self.text() != before or not self.index_path.exists():
                 self.save()
             return
-        size = append_line(self.log_path, record, self._read_journal().keep)
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        size = append_line(self.log_path, line, keep=self._read_journal()[1], sync=True)
         try:
             self.save()
         except BaseException:
-            cut_back(self.log_path, size)
+            with contextlib.suppress(OSError):  # else a reader finds it did not take effect (_took_effect)
+                os.truncate(self.log_path, size)
             raise
 
 

@@ -249,12 +249,32 @@ def _next(options: tuple, current: str) -> str:
     return options[(options.index(current) + 1) % len(options)] if current in options else options[0]
 
 
+SCRIPT_STEPS = (  # every step of a --script: (syntax, what it does); `farm view --help` lists them
+    ("orbit DYAW DPITCH", "turn the camera around the target by degrees"),
+    ("drag left|right DX DY", "a mouse drag in pixels (left orbits, right pans)"),
+    ("pan DX DY", "move the camera sideways by pixels"),
+    ("zoom CLICKS", "wheel clicks (positive: closer)"),
+    ("key NAME", "a key of the window (the keys above: s saves the frame, space plays, ...)"),
+    ("tick MS", "advance a playing sequence by MS milliseconds (space plays)"),
+    ("screenshot PATH", "save the window's frame as a PNG"),
+    ("quit", "close the window"),
+    ("press NAME", "a key sent through the window's key callback (as a user's key press)"),
+    ("mouse left|right DX DY", "a drag sent through the window's mouse callbacks"),
+    ("wheel CLICKS", "wheel clicks sent through the window's scroll callback"),
+)
+
+
+def script_help() -> str:
+    """The steps a --script takes, one per line (the epilog of `farm view --help`)."""
+    width = max(len(syntax) for syntax, _ in SCRIPT_STEPS)
+    return "\n".join(["script steps (--script, separated by ';'):"]
+                     + [f"  {syntax:<{width}}  {what}" for syntax, what in SCRIPT_STEPS])
+
+
 def parse_script(text: str) -> list[tuple]:
-    """`orbit DYAW DPITCH` (degrees), `drag left|right DX DY`, `pan DX DY`, `zoom CLICKS` (pixels /
-    clicks, as the mouse), `key NAME`, `tick MS`, `screenshot PATH`, `quit`; separated by `;`.
-    The window shell also takes `press NAME`, `mouse left|right DX DY` and `wheel CLICKS`: the same
-    steps sent through its glfw callbacks (button press, cursor moves, release; key codes).
-    `ViewState.apply` treats them as key / drag / zoom."""
+    """The steps of SCRIPT_STEPS, separated by `;`. The window shell sends `press`, `mouse` and `wheel`
+    through its glfw callbacks (button press, cursor moves, release; key codes); `ViewState.apply`
+    treats them as key / drag / zoom."""
     events = []
     for part in text.split(";"):
         words = part.split()
@@ -275,9 +295,9 @@ def parse_script(text: str) -> list[tuple]:
             else:
                 raise ValueError
         except ValueError:
-            raise ValueError(f"cannot read script step {part.strip()!r}: expected orbit DYAW DPITCH, drag left|right "
-                             "DX DY, pan DX DY, zoom N, key NAME, tick MS, screenshot PATH or quit") from None
+            steps = ", ".join(syntax for syntax, _ in SCRIPT_STEPS)
+            raise ValueError(f"cannot read script step {part.strip()!r}: expected one of {steps}") from None
     return events
 
 
-__all__ = ["ViewState", "parse_script"]
+__all__ = ["SCRIPT_STEPS", "ViewState", "parse_script", "script_help"]
