@@ -73,7 +73,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from farm.compare.runs import compare_run
-from farm.files import atomic_write, atomic_write_json
+from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
 from farm.report import write_report
 from farm.report.html import render_nightly_index
@@ -120,9 +120,8 @@ def _abs(path: str | None) -> str | None:
 def _write_status(reports: Path, day_dir: Path, status: dict) -> None:
     atomic_write_json(day_dir / "status.json", status)
     atomic_write_json(reports / "status.json", status)
-    line = {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")}
-    with open(reports / "history.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(line, sort_keys=True) + "\n")
+    append_json_line(reports / "history.jsonl",
+                     {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")})
     write_index(reports)
 
 

@@ -109,6 +109,22 @@ def test_webhook_on_a_local_http_server(night, tmp_path):
     assert status["status"] == "pass" and status["notify"]["ok"] is False
 
 
+def test_a_torn_history_line_is_cut_off_by_the_next_night(night):
+    """A night killed while appending to history.jsonl leaves part of a line; the next night's line is whole
+    and starts on a line of its own, and the history reads both whole nights."""
+    day = dt.datetime(2026, 5, 1, 2, 0, tzinfo=dt.UTC)
+    night["frames"].append({K1: image(1), K2: image(2)})
+    run_nightly(night["manifest"], reports=night["reports"], out=night["store"], now=day)
+    history = night["reports"] / "history.jsonl"
+    with open(history, "ab") as f:
+        f.write(b'{"date": "2026-05-02", "sta')  # the kill
+    night["frames"].append({K1: image(1), K2: broken(image(2))})
+    run_nightly(night["manifest"], reports=night["reports"], out=night["store"], now=day + dt.timedelta(days=2))
+    lines = history.read_bytes().split(b"\n")
+    assert lines[-1] == b"" and [json.loads(x)["date"] for x in lines[:-1]] == ["2026-05-01", "2026-05-03"]
+    assert [h["status"] for h in read_history(night["reports"])] == ["pass", "fail"]
+
+
 def test_notify_is_a_shell_line_with_pipes_and_redirections(night, tmp_path):
     """--notify 'cmd | cmd > file' runs as the user wrote it (a shell line), the summary on stdin."""
     night["frames"].append({K1: image(1), K2: image(2)})
