@@ -3,7 +3,7 @@
     OUT/
       images/ab/<sha256>.png      frames, named by the sha256 of their PNG bytes
       images/ab/<sha256>.json     sidecar: the trace (incl. the GL environment) and diagnostics
-      jobs/<job>.json             job state (farm.jobs): per-trace status, written by `farm run`
+      jobs/<job>.json             job state (farm.run.jobs): per-trace status, written by `farm run`
       jobs/<job>/index.json       trace key -> image digest, for the traces that rendered
       jobs/<job>/log.jsonl        the job state's changes, a JSON line each (append-only; farm.run.jobs)
       jobs/<job>/batches/<id>.json  each batch's result, written by the worker that rendered it
@@ -11,8 +11,9 @@
       jobs/<job>/<name>           artefacts: comparison.json, heatmaps/, diff-<job>.json
       tmp/                        temporary files (same file system, so renames are atomic)
 
-Every file is written to tmp/ and renamed into place, so a reader never sees half a file and a
-process killed mid-write leaves nothing but a stray file in tmp/. Names are content hashes and
+Every file but the append-only ones (log.jsonl, attempts/) is written to tmp/ and renamed into
+place, so a reader never sees half a file and a process killed mid-write leaves nothing but a
+stray file in tmp/; a job log line is whole or absent (farm.files.append_json_line). Names are content hashes and
 the bytes of a frame are a pure function of its trace, so a batch that runs twice (a redelivered
 Celery message, a retry) writes the same files again: there are no duplicates to clean up. The
 sidecar and the batch result hold nothing that varies between runs (no times, hosts or pids).
