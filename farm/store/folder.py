@@ -13,10 +13,11 @@
 
 Every file but the append-only ones (log.jsonl, attempts/) is written to tmp/ and renamed into
 place, so a reader never sees half a file and a process killed mid-write leaves nothing but a
-stray file in tmp/; a job log line is whole or absent (farm.files.append_json_line). Names are content hashes and
-the bytes of a frame are a pure function of its trace, so a batch that runs twice (a redelivered
-Celery message, a retry) writes the same files again: there are no duplicates to clean up. The
-sidecar and the batch result hold nothing that varies between runs (no times, hosts or pids).
+stray file in tmp/; a job log line is whole or absent (farm.files.append_json_line). Names are
+content hashes and the bytes of a frame are a pure function of its trace, so a batch that runs
+twice (a redelivered Celery message, a retry) writes the same files again: there are no
+duplicates to clean up. The sidecar and the batch result hold nothing that varies between runs
+(no times, hosts or pids).
 """
 
 from __future__ import annotations
