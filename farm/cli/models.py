@@ -21,7 +21,9 @@ from farm.settings import (
     default_game,
 )
 from renderer.anim import UnknownSequence
+from renderer.assets import MpqError, list_models, read_source
 from renderer.assets.search import AssetSearch, ModelLocation
+from renderer.assets.sources import archive_usage, is_archive
 from renderer.camera import CameraError
 from renderer.errors import FormatError
 from renderer.formats import load_model, save_model
@@ -37,7 +39,8 @@ from renderer.texture_set import MISSING_MODES
 __all__ = ["EXAMPLES", "add_parsers"]
 
 EXAMPLES = {
-    "inspect": ["farm inspect models/crate.mdx", "farm inspect units/footman.mdx --json --strict"],
+    "inspect": ["farm inspect models/crate.mdx", "farm inspect units/footman.mdx --json --strict",
+                "farm inspect maps/keep.w3x", "farm inspect 'maps/keep.w3x:war3mapImported/Ghost.mdx'"],
     "convert": ["farm convert models/crate.mdx crate.mdl"],
     "render": ["farm render models/crate.mdx -o crate.png --sequence Stand --time 500 --size 256x256",
                "farm render models/crate.mdx -o walk.png --sequence Walk --every 100 --size 128"],
@@ -46,7 +49,10 @@ EXAMPLES = {
 
 def _load(path: str, strict: bool = False, **opts):
     """The model, or one sentence: the loader's (FormatError) or a bad loader option (Halo's --lod,
-    --permutation, --regions), which the loaders report as ValueError."""
+    --permutation, --regions), which the loaders report as ValueError; an archive given as the
+    model is one sentence saying how to name an entry (ARCHIVE:ENTRY)."""
+    if is_archive(path) and Path(path).is_file():
+        raise UsageError(f"{archive_usage(path)}; farm inspect {path} lists them all")
     try:
         return load_model(path, strict=strict, **opts)
     except FormatError:
@@ -56,6 +62,8 @@ def _load(path: str, strict: bool = False, **opts):
 
 
 def cmd_inspect(args) -> int:
+    if is_archive(args.file) and Path(args.file).is_file():
+        return _inspect_archive(args)
     model = _load(args.file, strict=args.strict, **_halo_options(args))
     if model.format == "halo":
         if args.json:
@@ -65,8 +73,9 @@ def cmd_inspect(args) -> int:
             print(format_halo_info(model.info, model.diagnostics))
         return 0
     chunks = None
-    if Path(args.file).suffix.lower() == ".mdx" or Path(args.file).read_bytes()[:4] == b"MDLX":
-        chunks = chunk_table(Path(args.file).read_bytes())
+    data = read_source(args.file)  # a file, or an archive entry
+    if Path(args.file).suffix.lower() == ".mdx" or data[:4] == b"MDLX":
+        chunks = chunk_table(data)
     summary = summarize(model, chunks)
     events = _resolved_events(model, args) if model.event_objects else []
     if args.json:
@@ -78,6 +87,24 @@ def cmd_inspect(args) -> int:
             for e in events:
                 what = e["resolved"] if e["resolved"] is not None else f"not resolved: {e['why']}"
                 print(f"  {e['name']}: {e['kind'] or '?'} {e['id']} -> {what}")
+    return 0
+
+
+def _inspect_archive(args) -> int:
+    """The models inside a map or MPQ archive, and how to inspect or render one."""
+    try:
+        models = list_models(args.file, listfile=args.listfile)
+    except MpqError as e:
+        raise UsageError(str(e)) from None
+    if args.json:
+        print(json.dumps({"archive": args.file, "models": models}, indent=2, sort_keys=True))
+        return 0
+    print(f"{args.file}: an archive holding {len(models)} model(s)")
+    for m in models:
+        print(f"  {m}")
+    if models:
+        print(f"inspect one: farm inspect '{models[0]}'")
+        print(f"render one:  farm render '{models[0]}' -o {Path(models[0]).stem}.png")
     return 0
 
 
@@ -195,7 +222,10 @@ def _tag_root_hint(name: str, model, frame) -> None:
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("inspect", help="show what a model file holds")
-    s.add_argument("file", help="the model file (.mdx, .mdl, .model, .gbxmodel)")
+    s.add_argument("file", help="the model file (.mdx, .mdl, .model, .gbxmodel), an archive entry"
+                                " (maps/x.w3x:path/in/archive.mdx), or an archive (lists its models)")
+    s.add_argument("--listfile", metavar="FILE", help="entry names (one a line) for an archive that carries no"
+                                                       " (listfile), so its models can be listed")
     s.add_argument("--json", action="store_true", help="print JSON with stable keys")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
@@ -212,7 +242,8 @@ def add_parsers(sub) -> None:
     s.set_defaults(func=cmd_convert)
 
     s = sub.add_parser("render", help="render frames of a model to PNG")
-    s.add_argument("model", help="the model file to render")
+    s.add_argument("model", help="the model file to render, or a model inside an archive:"
+                                 " maps/x.w3x:path/in/archive.mdx")
     s.add_argument("-o", "--output", required=True, help="the PNG to write (this command's one output; numbered"
                                                          " when several times are rendered)")
     s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")

@@ -38,7 +38,8 @@ def cmd_thumbnails(args) -> int:
 def add_parsers(sub) -> None:
     s = sub.add_parser("thumbnails", help="a thumbnail of every model under some folders, contact sheets and a"
                                           " searchable index.html (incremental)")
-    s.add_argument("roots", nargs="+", metavar="ROOT", help="folder to search for .mdx .mdl .model .gbxmodel")
+    s.add_argument("roots", nargs="+", metavar="ROOT", help="folder to search for .mdx .mdl .model .gbxmodel (and"
+                                                            " map/MPQ archives), a model file, or an archive")
     s.add_argument("-o", "--out", required=True, help="output folder (thumbs/, sheets/, index.html, index.json)")
     s.add_argument("--size", type=square_size_arg, default=256, help="thumbnail size: N or NxN pixels (square;"
                                                                      " default 256)")

@@ -1,6 +1,8 @@
 """Finding the models under the roots, in a deterministic order, each with a stable id.
 
-Every file whose extension is .mdx, .mdl, .model or .gbxmodel (any case) under each root, walking
+A root is a folder, a model file, or a map or MPQ archive (its models, as `ARCHIVE:ENTRY` sources,
+listed like the archives found in a folder). Every file whose extension is .mdx, .mdl, .model or
+.gbxmodel (any case) under each root, walking
 real folders only (symbolic links to folders are not followed, so a tree with a link loop ends;
 links to files are taken). Order: the roots in the order given, then each root's models sorted by
 their path relative to the root (code point order, '/' separated). A file reached from two
@@ -28,7 +30,7 @@ EXTENSIONS = tuple(LOADERS)  # every extension a loader is registered for (rende
 
 
 class FindError(ValueError):
-    """A root that does not exist or is not a folder or a model file."""
+    """A root that does not exist or is not a folder, a model file or an archive."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,9 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
         p = Path(r).absolute()
         if not p.exists():
             raise FindError(f"{r}: no such folder")
-        if p.is_file() and not _is_model(p.name):
-            raise FindError(f"{r}: not a folder and not a model file ({', '.join(EXTENSIONS)})")
+        if p.is_file() and not _is_model(p.name) and not _is_archive(p.name):
+            raise FindError(f"{r}: not a folder, a model file ({', '.join(EXTENSIONS)}) or an archive"
+                            f" ({', '.join(ARCHIVE_SUFFIXES)})")
         if not (p.is_dir() or p.is_file()):
             raise FindError(f"{r}: not a folder")
         resolved.append(p)
@@ -99,7 +102,12 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
         folder = _folder_of(root)
         rels: list[str] = []
         start = len(out)
-        if root.is_file():
+        if root.is_file() and _is_archive(root.name):
+            entries, error = _archive_models(root, root.name, listfile)
+            if error and errors is not None:
+                errors.append(error)
+            out.extend(Found(f"{label}/{rel}", folder, label, rel, source, size) for rel, source, size in entries)
+        elif root.is_file():
             rels.append(root.name)
         else:
             for dirpath, dirnames, filenames in os.walk(folder):
