@@ -100,21 +100,25 @@ def test_a_model_that_does_not_load_is_reported_as_that_and_not_sent_to_retry(jo
     assert job.keys("failed") == [broken_key] and job.counts()["done"] == 3  # crate: Stand, Spin, Death
     assert job.data["runs"][0]["frames"] == 3  # nothing was sent to render the model that does not load
     assert f"models/broken.mdx does not load: {sentence}" in printed.out
-    assert "models/broken.mdx does not load, and a retry renders the same failure: fix the model" in printed.out
+    assert "models/broken.mdx: a retry renders the same failure: fix the model, then run the job again" in printed.out
     assert "farm retry" not in printed.out + printed.err
 
     # the comparison's summary says it too, and recommends no retry
     assert farm("approve", job_id, "--trace", "crate.mdx", "--out", "out", "--goldens", "goldens") == 0
     capsys.readouterr()
-    assert farm("compare", job_id, "--out", "out", "--goldens", "goldens") == 1
+    assert farm("compare", job_id, "--out", "out", "--goldens", "goldens", "-o", "report") == 1
     out = capsys.readouterr().out
     assert f"error    {broken_key}: The frame did not render: models/broken.mdx does not load: {sentence}" in out
+    assert f"problem: models/broken.mdx does not load: {sentence}; a retry renders the same failure: fix" in out
     assert "farm retry" not in out
+    md = (job_dir / "report" / "summary.md").read_text()
+    assert md.count("- models/broken.mdx does not load: ") == 1 and "farm retry" not in md
 
     # farm retry --failed: nothing a retry can fix; nothing sent, the frame stays failed with its cause
     assert farm("retry", job_id, "--failed", "--out", "out", "--no-progress") == 1
     printed = capsys.readouterr()
-    assert "farm retry: nothing a retry can fix for models/broken.mdx: it does not load" in printed.err
+    assert "farm retry: nothing a retry can fix for models/broken.mdx, which does not load: a retry renders the same" \
+           " failure: fix the model" in printed.err
     assert "rerun with" not in printed.out
     job = JobState.load(job_id, job_dir / "out")
     assert len(job.data["runs"]) == 1 and job.traces[broken_key]["cause"] == UNLOADABLE

@@ -220,7 +220,8 @@ def cmd_retry(args) -> int:
                     broker=args.broker, workers=args.workers, progress=False if args.no_progress else None)
     if args.failed:
         for model in job.unloadable():
-            print(f"farm retry: nothing a retry can fix for {model}: it {CAUSE_HINTS[UNLOADABLE]}", file=sys.stderr)
+            print(f"farm retry: nothing a retry can fix for {model}, which does not load: {CAUSE_HINTS[UNLOADABLE]}",
+                  file=sys.stderr)
     return _finish_job(job, "retry")
 
 

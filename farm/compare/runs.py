@@ -45,7 +45,7 @@ import numpy as np
 
 from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
 from farm.compare.metrics import Comparison, Thresholds, compare
-from farm.compare.status import statuses
+from farm.compare.status import CAUSE_HINTS, statuses
 from farm.files import json_bytes
 from farm.goldens.index import GoldenIndex, env_key, now
 from farm.images import blank_reason, image_digest, png_bytes, read_png
@@ -159,6 +159,8 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
     frame, error = _load_frame(job.store, t)
     if frame is None:
         res.update(status="error", reason=error)
+        if t.get("cause"):  # failed as planned (farm.compare.status): the verdict names it once per model
+            res.update(cause=t["cause"], error=t.get("error"))
         return res
     res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=t.get("render_s", frame.render_s),
                blank=frame.blank)
@@ -266,6 +268,8 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
                          f" approve them to start comparing")
         results["verdict"] = ("fail" if failing or (counts["new"] and not allow) or (compared == 0 and not
                               all_new_allowed) else "pass")
+    for cause, error in dict.fromkeys((t["cause"], t.get("error")) for t in traces if t.get("cause") in CAUSE_HINTS):
+        problems.append(f"{error}; {CAUSE_HINTS[cause]}")
     results["counts"] = counts
     results["compared"] = compared
     results["problems"] = problems

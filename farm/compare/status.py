@@ -67,5 +67,4 @@ def statuses(kind: str | None) -> tuple[str, ...]:
 # Causes of failed frames (a job trace's `cause`) that `farm retry` cannot fix, and what to do instead.
 UNLOADABLE = "unloadable"
 RETRY_CANNOT_FIX = frozenset({UNLOADABLE})
-CAUSE_HINTS = {UNLOADABLE: "does not load, and a retry renders the same failure: fix the model, then run the job"
-                           " again"}
+CAUSE_HINTS = {UNLOADABLE: "a retry renders the same failure: fix the model, then run the job again"}

@@ -369,7 +369,7 @@ def status_text(job: JobState, limit: int = 20) -> str:
         if len(failed) > limit:
             lines.append(f"  ... and {len(failed) - limit} more (all are in {job.store.job_location(job.id)})")
     for model in job.unloadable():
-        lines.append(f"{model} {CAUSE_HINTS[UNLOADABLE]} (farm run {job.data.get('manifest') or 'MANIFEST'})")
+        lines.append(f"{model}: {CAUSE_HINTS[UNLOADABLE]} (farm run {job.data.get('manifest') or 'MANIFEST'})")
     failed = [k for k in failed if job.traces[k].get("cause") not in RETRY_CANNOT_FIX]
     if failed or c["pending"]:
         what = " ".join(f for f, n in (("--failed", len(failed)), ("--pending", c["pending"])) if n)
