@@ -63,8 +63,8 @@ def _whole_lines_end(fd: int, size: int) -> int:
 def append_json_line(path: str | Path, record: dict) -> None:
     """Append `record` (compact JSON, sorted keys) as one line to `path`: whole or absent. An
     OSError names `path`."""
-    append_line(path, (json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n")
-                .encode("utf-8"))
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    append_line(path, text.encode("utf-8", "backslashreplace"))  # a lone surrogate as its JSON escape
 
 
 def append_line(path: str | Path, line: bytes, *, keep: int | None = None, sync: bool = False) -> int:

@@ -264,3 +264,12 @@ def test_a_full_disk_leaves_the_log_whole(models, small_disk, monkeypatch):
     again = JobState.load(job.id, store.location)
     again.record(BatchResult(t["batch"], [FrameResult(key, t["time_ms"], "failed", error="room again")]))
     assert JobState.load(job.id, store.location).traces[key]["error"] == "room again"
+
+
+def test_a_name_that_is_not_utf8_goes_through_the_log(tmp_path):
+    """A model file named with bytes that are not UTF-8 (os.fsdecode's lone surrogates) in a key."""
+    store = FolderStore(tmp_path)
+    key = "models/\udcb0x.mdx|Stand|0ms|auto|32x32|msaa0|team0|transparent"
+    record = {"seq": 1, "traces": {key: {"status": "failed", "error": "no such file: models/\udcb0x.mdx"}}}
+    store.append_job_log("j", record)
+    assert store.read_job_log("j") == [record]
