@@ -32,7 +32,9 @@ log = logging.getLogger("farm.files")
 
 
 def json_bytes(obj) -> bytes:
-    return (json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+    # "backslashreplace": a name from bytes that are not UTF-8 (os.fsdecode's lone surrogates) is
+    # written as its JSON escape (\udcb0), which reads back as the same string; other text as before.
+    return (json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8", "backslashreplace")
 
 
 def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) -> None:

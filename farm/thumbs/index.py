@@ -13,13 +13,12 @@ shown as text and still load.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from urllib.parse import quote
 
 import jinja2
 
-from farm.files import atomic_write
+from farm.files import atomic_write, json_bytes
 from farm.thumbs.sheets import short_error
 
 __all__ = ["ENTRY_KEYS", "FORMAT", "render_html", "write_index"]
@@ -138,6 +137,6 @@ def render_html(doc: dict, title: str = "Thumbnails") -> str:
 
 
 def write_index(out: Path, doc: dict, tmp_dir: Path, title: str = "Thumbnails") -> None:
-    atomic_write(out / "index.json", (json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-                 .encode("utf-8"), tmp_dir)
-    atomic_write(out / "index.html", render_html(doc, title).encode("utf-8"), tmp_dir)
+    atomic_write(out / "index.json", json_bytes(doc), tmp_dir)
+    # Names from bytes that are not UTF-8 (os.fsdecode's surrogates) show as \udcXX escapes
+    atomic_write(out / "index.html", render_html(doc, title).encode("utf-8", "backslashreplace"), tmp_dir)

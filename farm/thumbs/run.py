@@ -118,7 +118,8 @@ class Summary:
                 lines.append(f"  {model_id}: {error}")
             if len(self.failed) > limit:
                 lines.append(f"  ... and {len(self.failed) - limit} more")
-        return "\n".join(lines)
+        # printable anywhere: a name from bytes that are not UTF-8 shows its \udcXX escapes (as index.json)
+        return "\n".join(lines).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _thumb_rel(model_id: str, fmt: str) -> str:

@@ -122,7 +122,7 @@ class State:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._journal = open(self.journal_path, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
         line = json.dumps({"id": model_id, "record": rec}, sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False).encode("utf-8") + b"\n"
+                          ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"  # farm.files.json_bytes
         self._journal.write(line)
 
     def compact(self, keep: list[str]) -> None:
