@@ -34,15 +34,20 @@ of the last one (like .gitattributes), so "everything, but this model at 256x256
 Errors are `ManifestError`s: unknown keys (with a suggestion), wrong types, values out of range,
 globs that match no file, asset roots that are not folders, TOML syntax. Each names the manifest
 and the line of the offending key (tomllib gives no positions for values, so `key_lines` scans
-the text for them).
+the text for them). When the job is planned (farm.plan.batches.expand_manifest, before anything
+renders), a sequence named here that a matched model does not have is one too, at the line of the
+`sequences` entry that applies, naming each model that lacks it and the nearest names it has
+(`Manifest.unknown_sequences`).
 
 Sequences: ``"all"``, or a list of names/indices, each rendered. A list that ends with the keyword
 ``"first"`` asks for a fallback instead, like `farm thumbnails` (Portrait, else Stand, else the
 first): one sequence per model, the first entry the model has, else its first sequence (its bind
 pose when it has none). `ModelPlan` resolves the list when it is made (reading the model's
 sequences, no GL; `sequence_fallback` keeps the list, so `farm retry` resolves it again); a model
-that cannot be read keeps the first entry, and its frames fail with the loader's sentence. (A
-sequence that is really named "first" is named by its index in such a list.)
+that cannot be read keeps the first entry, and its frames fail as planned with the loader's
+sentence ("<model> does not load: ..."; nothing renders them). A list without "first" names
+sequences every matched model must have. (A sequence that is really named "first" is named by
+its index in such a list.)
 
 Render settings are checked by farm.settings (the rules the command line and thumbnails use too).
 Threshold keys are those of `farm.compare.Thresholds` (`min_ssim`, `pixel_delta`,
