@@ -17,7 +17,7 @@ import stat
 import uuid
 from pathlib import Path
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "is_stream"]
 
 # Names of open file descriptors: written into, never resolved and renamed over (`-o /dev/stdout`
 # with stdout redirected to a file must write that open file, not replace the file behind it).
@@ -31,13 +31,10 @@ def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = Non
     device or FIFO is written into, a link's file is replaced (module docstring); OSErrors name `path`."""
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    try:
-        mode = os.stat(target).st_mode
-    except OSError:
-        mode = None  # not there yet (or unreachable: the write below names the problem)
+    mode = _mode(path)  # through links: the target's
     if mode is not None and stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write", str(path))
-    if (mode is not None and not stat.S_ISREG(mode)) or _DESCRIPTOR.fullmatch(os.path.abspath(path)):
+    if _streaming(path, mode):
         _write_into(path, data)
         return
     if target != path:
@@ -57,6 +54,24 @@ def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = Non
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _mode(path: str | Path) -> int | None:
+    try:
+        return os.stat(path).st_mode
+    except OSError:
+        return None  # not there yet (or unreachable: the write names the problem)
+
+
+def is_stream(path: str | Path) -> bool:
+    """Whether `path` is written into rather than replaced: it leads (through links) to a device, a
+    FIFO or a socket, or names an open file descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N)."""
+    return _streaming(path, _mode(path))
+
+
+def _streaming(path: str | Path, mode: int | None) -> bool:
+    return ((mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode))
+            or bool(_DESCRIPTOR.fullmatch(os.path.abspath(path))))
 
 
 def _write_into(path: Path, data: bytes) -> None:

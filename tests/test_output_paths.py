@@ -295,3 +295,14 @@ def test_report_images_are_whole_after_a_full_disk(tmp_path):
         assert not [p for p in out.rglob("*.tmp")]
     finally:
         subprocess.run(["umount", str(out)], check=True)
+
+
+def test_render_several_frames_into_a_fifo_is_refused(tmp_path, crate_mdx, capsys):
+    """Several frames are numbered after -o's name: next to a FIFO (or in /dev, for /dev/stdout) that
+    made stray files while the reader waited; refused, in one sentence."""
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    assert main([*_render(crate_mdx, fifo), "--times", "0,100"]) == 2
+    assert capsys.readouterr().err == (f"error: -o {fifo}: 2 frames go to files numbered after -o's name, and {fifo}"
+                                       " is a device or a pipe; name a file instead (e.g. frames.png)\n")
+    assert files_under(tmp_path) == {"pipe.png"}

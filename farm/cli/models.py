@@ -26,6 +26,7 @@ from renderer.assets.search import AssetSearch, ModelLocation
 from renderer.assets.sources import archive_usage, is_archive
 from renderer.camera import CameraError
 from renderer.errors import FormatError
+from renderer.files import is_stream
 from renderer.formats import load_model, save_model
 from renderer.formats.halo import TAG_KINDS, format_halo_info
 from renderer.formats.mdx import chunk_table
@@ -178,6 +179,9 @@ def cmd_render(args) -> int:
         raise UsageError(f"{args.model}: {e}") from None
     times = _times(args, model, seq)
     out = Path(args.output)
+    if len(times) > 1 and is_stream(out):  # numbered names next to /dev/stdout or a FIFO: never what was meant
+        raise UsageError(f"-o {args.output}: {len(times)} frames go to files numbered after -o's name, and"
+                         f" {args.output} is a device or a pipe; name a file instead (e.g. frames.png)")
     settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
                               background=check_background(args.background, "--background"),
                               camera=check_camera(args.camera, "--camera"), team=args.team,
