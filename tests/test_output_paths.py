@@ -250,15 +250,15 @@ def test_atomic_write_a_name_as_long_as_the_file_system_allows(tmp_path):
 
 
 def test_render_to_a_folder_is_refused_and_the_folder_stays(tmp_path, crate_mdx, capsys):
-    folder = tmp_path / "frames"
+    folder = tmp_path / "frames.png"  # named like a frame: only what it is tells it apart
     folder.mkdir()
     (folder / "a.png").write_bytes(b"keep")
     assert main(_render(crate_mdx, folder)) == 2
     assert capsys.readouterr().err == f"error: {folder}: is a folder; name a file to write\n"
-    assert folder.is_dir() and files_under(tmp_path) == {"frames/a.png"}
+    assert folder.is_dir() and files_under(tmp_path) == {"frames.png/a.png"}
     with pytest.raises(IsADirectoryError, match="is a folder"):
         atomic_write(folder, b"x", tmp_path / "tmp")
-    assert files_under(tmp_path) == {"frames/a.png"}
+    assert files_under(tmp_path) == {"frames.png/a.png"}
 
 
 # --- other writers: the report's image copies go through atomic_write too
