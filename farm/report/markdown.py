@@ -101,40 +101,11 @@ def _metrics(t: dict) -> tuple[str, str, str]:
     return ssim, over, str(m.get("max_diff", "-")) if m else "-"
 
 
-def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str | None = None,
-                     limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS) -> str:
-    diff = results.get("kind") == "diff"
-    counts = results.get("counts", {})
-    by_key = {v["key"]: v for v in views or []}
-    new_label, golden_label = ("head", "base") if diff else ("new", "golden")
-    if diff:
-        base, head = _cell(results["base"]["job"]), _cell(results["head"]["job"])
-        title = f"modelfarm diff <code>{base}</code> → <code>{head}</code>"
-        icon = "✅ no changes" if results.get("verdict") == "same" else "⚠️ changes found"
-    else:
-        title = f"modelfarm <code>{_cell(results['job'])}</code>"
-        icon = "✅ passed" if results.get("verdict") == "pass" else "❌ failed"
-    order = statuses(results.get("kind"))
-    link = report_link(image_base, report_url)
-    head_lines = [f"## {title}: {icon}", ""]
-    head_lines += ["| status | traces |", "| --- | ---: |"]
-    for s in order:
-        head_lines.append(f"| {s} | {counts.get(s, 0)} |")
-    head_lines.append(f"| **total** | **{counts.get('total', 0)}** ({results.get('compared', 0)} compared) |")
-    head_lines.append("")
-    if link:
-        head_lines += [f"**[Full report]({html.escape(link, quote=True).replace(')', '%29')})**", ""]
+def _tables(traces: list[dict], by_key: dict, image_base: str | None, limit: int, diff: bool):
+    """The worst differences and the new traces as tables: ([(heading, rows)], the keys shown).
+    Image columns only with an absolute `image_base` (see the module docstring)."""
     images = published(image_base)
-    if not images:
-        head_lines += [f"_{IMAGES_HINT}._", ""]
-    for p in results.get("problems", []):
-        head_lines.append(f"- {_cell(p)}")
-    for n in results.get("notes", []):
-        head_lines.append(f"- note: {_cell(n)}")
-    if results.get("problems") or results.get("notes"):
-        head_lines.append("")
-
-    traces = sort_traces(results["traces"].values())
+    new_label, golden_label = ("head", "base") if diff else ("new", "golden")
     bad = [t for t in traces if t["status"] in FAILING]
     fresh = [t for t in traces if t["status"] in FRESH]
     shown: set[str] = set()
@@ -163,6 +134,41 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
             shown.add(t["key"])
         table_rows.append((f"### {what} ({len(rows)} of {len(fresh)})\n\n| trace | status |"
                            f"{' frame |' if images else ''}\n| --- | --- |{' --- |' if images else ''}", rows))
+    return table_rows, shown
+
+
+def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str | None = None,
+                     limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS) -> str:
+    diff = results.get("kind") == "diff"
+    counts = results.get("counts", {})
+    if diff:
+        base, head = _cell(results["base"]["job"]), _cell(results["head"]["job"])
+        title = f"modelfarm diff <code>{base}</code> → <code>{head}</code>"
+        icon = "✅ no changes" if results.get("verdict") == "same" else "⚠️ changes found"
+    else:
+        title = f"modelfarm <code>{_cell(results['job'])}</code>"
+        icon = "✅ passed" if results.get("verdict") == "pass" else "❌ failed"
+    order = statuses(results.get("kind"))
+    link = report_link(image_base, report_url)
+    head_lines = [f"## {title}: {icon}", ""]
+    head_lines += ["| status | traces |", "| --- | ---: |"]
+    for s in order:
+        head_lines.append(f"| {s} | {counts.get(s, 0)} |")
+    head_lines.append(f"| **total** | **{counts.get('total', 0)}** ({results.get('compared', 0)} compared) |")
+    head_lines.append("")
+    if link:
+        head_lines += [f"**[Full report]({html.escape(link, quote=True).replace(')', '%29')})**", ""]
+    if not published(image_base):
+        head_lines += [f"_{IMAGES_HINT}._", ""]
+    for p in results.get("problems", []):
+        head_lines.append(f"- {_cell(p)}")
+    for n in results.get("notes", []):
+        head_lines.append(f"- note: {_cell(n)}")
+    if results.get("problems") or results.get("notes"):
+        head_lines.append("")
+
+    traces = sort_traces(results["traces"].values())
+    table_rows, shown = _tables(traces, {v["key"]: v for v in views or []}, image_base, limit, diff)
     tail_lines = []
     if not diff and (counts.get("new") or counts.get("fail")):
         tail_lines += ["Approve after review (exactly the images this run stored):", ""]
