@@ -107,3 +107,36 @@ def test_farm_toml_image_base_is_checked(run, capsys):
     (tmp / "farm.toml").write_text('[defaults]\nimage_base = "https://ci.example/r/"\n')
     assert compare(job, tmp) == 1
     assert 'src="https://ci.example/r/img/' in (tmp / "r" / "summary.md").read_text()
+
+
+def test_farm_run_and_nightly_pass_the_image_base_on(tmp_path, monkeypatch, capsys):
+    """`farm run -o` and `farm nightly run-now` write summary.md with absolute links under
+    --image-base (the night's under URL/DATE/), and without it the hint, said once on stderr."""
+    from renderer.samples import write_samples
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FARM_RENDERER", "synthetic")  # the no-GL stand-in: this is about the links
+    for var in ("FARM_OUT", "FARM_GOLDENS", "FARM_BROKER_URL", "FARM_NIGHTLY_MANIFEST", "FARM_NIGHTLY_REPORTS"):
+        monkeypatch.delenv(var, raising=False)
+    write_samples(tmp_path / "models")
+    (tmp_path / "job.toml").write_text('size = "16x16"\nsequences = ["Stand"]\ntimestamps = [0]\n'
+                                       'models = ["models/crate.mdx"]\n')
+    (tmp_path / "goldens").mkdir()
+    (tmp_path / "goldens" / "index.jsonl").write_text('{"format": "modelfarm.goldens/1"}\n')
+    run = ["run", "job.toml", "--out", "store", "--workers", "1", "--no-progress", "-o", "r"]
+    assert main([*run, "--image-base", "https://ci.example/r/"]) == 1  # a new trace fails the run
+    md = (tmp_path / "r" / "summary.md").read_text()
+    assert 'src="https://ci.example/r/img/' in md and HINT not in md
+    assert HINT not in capsys.readouterr().err
+    assert main(run) == 1
+    assert capsys.readouterr().err.count(HINT) == 1
+    md = (tmp_path / "r" / "summary.md").read_text()
+    assert "<img" not in md and image_links(md) == [] and md.count(HINT) == 1
+
+    night = ["nightly", "run-now", "--manifest", "job.toml", "--reports", "nightly", "--out", "store",
+             "--workers", "1"]
+    assert main([*night, "--image-base", "https://ci.example/nightly"]) == 1
+    (day,) = [p for p in (tmp_path / "nightly").iterdir() if p.is_dir()]
+    md = (day / "summary.md").read_text()
+    assert f'src="https://ci.example/nightly/{day.name}/img/' in md
+    assert f"[Full report](https://ci.example/nightly/{day.name}/index.html)" in md
