@@ -181,7 +181,7 @@ def test_killing_a_pool_process_mid_batch_loses_nothing(worker, samples, monkeyp
     assert job.counts() == {"total": 401, "done": 401, "failed": 0, "pending": 0}
     every_frame_once(job, size=128)
     (batch_id,) = job.batches
-    assert job.store.attempts_path(job.id, batch_id).read_text().count("\n") == 2  # delivered again, once
+    assert job.store.deliveries(job.id, batch_id) == 2  # delivered again, once
     assert worker["proc"].poll() is None and killed[0] not in pool_children(worker["proc"].pid)
     assert "WorkerLostError" in worker["log"].read_text() or "SIGKILL" in worker["log"].read_text()
 
@@ -252,4 +252,4 @@ def test_transient_failure_retries_and_passes_the_batch_on(tmp_path, monkeypatch
     assert [f["status"] for f in r.result["frames"]] == ["done", "done"] and len(calls) == 2
     host = socket.gethostname()
     assert hops == [([host], 0), ([host], 1), ([host], 2)]  # failed here, then passed on twice, then ran here
-    assert Store(tmp_path / "out").attempts_path("j", batch.id).read_text().count("\n") == 2
+    assert Store(tmp_path / "out").deliveries("j", batch.id) == 2

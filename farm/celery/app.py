@@ -50,12 +50,21 @@ per sequence) raises all three together; one that wants faster recovery lowers t
 tests run with 10/15/20 s). A pool process that dies (the OOM killer, a driver crash) is noticed by
 its worker at once (reject-on-worker-lost) and its batch goes back to the queue without waiting.
 
+Billiard arms a batch's soft and hard limits only when the pool process acknowledges the job; a
+process that is stopped (SIGSTOP, a frozen cgroup) or wedged before it does so would hold its batch
+with no limit at all, until the visibility timeout hands the batch to another worker while the first
+still holds it. So each worker also watches, every few seconds, the batches it handed to its pool
+that no process has accepted: one still unaccepted after the hard time limit has its process killed
+(`_watch_unaccepted`; with no process named, those not busy with an accepted batch), the batch goes
+back to the queue (reject-on-worker-lost) and runs in a fresh process or elsewhere.
+
 Redis restarts: workers reconnect on their own (broker_connection_retry, a result backend that
 retries); a batch that finished while Redis was away still has its result in the store, which the
 client reads when the result backend lost it; the client (`farm run --broker`) waits and reconnects
 for up to FARM_BROKER_RETRY_S seconds (default 300) before it gives up with one sentence. Redis
-itself must keep its data across a restart (AOF: see docker/compose.yaml), or queued batches are
-lost and `farm retry JOB --pending` sends them again.
+should keep its data across a restart (AOF: see docker/compose.yaml); when it does not, the queued
+batches are lost and the client notices and sends them again (farm.celery.client, "Batches the
+broker lost"); `farm retry JOB --pending` does the same for a client that was not running.
 
 Delivery: late acks and reject-on-worker-lost (a batch whose process dies goes back to the queue
 and runs again; the store makes the second run write the same files), prefetch 1 (a busy process
@@ -73,7 +82,10 @@ shows as the task's state and fields.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
+import time
 from pathlib import Path
 
 from celery import Celery, signals
@@ -206,6 +218,62 @@ def _on_before_create_process(sender=None, **_):
     n = getattr(sender, "_processes", None)  # the pool's size, once 'auto' concurrency is resolved
     if isinstance(n, int) and n > 0:
         _pool["concurrency"] = n
+
+
+log = logging.getLogger("farm.celery")
+WATCH_EVERY_S = 2.0  # how often a worker looks for batches no pool process accepted
+
+
+def _watch_unaccepted(seen: dict, limit: float, pool=None, now: float | None = None) -> list[int]:
+    """Kill the pool process of each batch handed to the pool and not accepted for over `limit`
+    seconds (see the module docstring); a batch no process was even given for that long means the
+    processes not busy with an accepted batch are stuck (stopped in their start-up, say): those are
+    killed. `seen` keeps when each batch was first seen unaccepted. Returns the pids killed."""
+    from celery.worker import state  # the worker's main process only
+
+    now = time.monotonic() if now is None else now
+    current, stuck = {}, set()
+    for req in list(state.reserved_requests):
+        job = req._apply_result() if req._apply_result is not None else None
+        if job is None or req.time_start or getattr(job, "_accepted", False):
+            continue  # not handed to the pool yet, or accepted: billiard's time limits apply
+        key = id(req)
+        current[key] = seen.get(key, now)
+        if now - current[key] <= limit:
+            continue
+        proc = job._write_to or job._scheduled_for
+        if proc is not None and proc.pid:
+            stuck.add(proc.pid)
+        elif pool is not None:
+            busy = {getattr(j, "_worker_pid", None) for j in list(getattr(pool, "_cache", {}).values())
+                    if getattr(j, "_accepted", False)}
+            stuck.update(p.pid for p in list(getattr(pool, "_pool", ())) if p.pid and p.pid not in busy)
+        log.warning("batch %s was handed to the pool %.0f s ago and no process accepted it (stopped or stuck):"
+                    " killing pool process(es) %s, the batch goes back to the queue", req.id, now - current[key],
+                    ", ".join(map(str, sorted(stuck))) or "-")
+        current.pop(key)
+    killed = []
+    for pid in sorted(stuck):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except OSError:
+            pass
+    seen.clear()
+    seen.update(current)
+    return killed
+
+
+@signals.worker_ready.connect
+def _on_worker_ready(sender=None, **_):
+    """Main worker process: start watching for batches no pool process accepts (module docstring)."""
+    timer = getattr(sender, "timer", None)
+    limit = float(app.conf.task_time_limit or 0)
+    if timer is None or not limit:
+        return
+    seen: dict = {}
+    pool = getattr(getattr(sender, "pool", None), "_pool", None)  # the AsynPool behind Celery's TaskPool
+    timer.call_repeatedly(WATCH_EVERY_S, _watch_unaccepted, (seen, limit, pool), priority=0)
 
 
 @signals.worker_process_init.connect

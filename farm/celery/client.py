@@ -2,10 +2,21 @@
 
 Used by farm.run.dispatch when a broker is given (`farm run --broker`, `farm thumbnails
 --broker`, the nightly task).
+
+Batches the broker lost. A Redis that restarts without its data (no AOF) forgets the batches still
+queued (and their states). After a reconnect, or when Redis's run id changes, the client compares
+what it sent with what the broker holds (queued, or delivered and not acknowledged: `broker_tasks`)
+and what the store says (finished, or begun and not ended): a batch in none of them on two checks in
+a row is sent again; one begun and not ended gets the hard time limit (plus a minute) to finish
+first. A redelivered batch skips the frames already recorded as done (farm.run.execute), so no frame
+is rendered twice and none is lost. `in_flight` tells `farm retry --pending` which batches are still
+queued or running, so it follows them instead of sending them twice.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import os
 import time
@@ -22,13 +33,14 @@ from farm.run.dispatch import RunnerUnavailable
 from farm.run.execute import BatchResult
 from farm.settings import env_int, redact_url
 
-__all__ = ["run_celery"]
+__all__ = ["broker_tasks", "in_flight", "run_celery"]
 
 log = logging.getLogger("farm.celery")
 # What a broker or result backend that went away raises, through kombu or redis-py.
 CONNECTION_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OperationalError,
                      ConnectionError, TimeoutError)
 STORE_CHECK_S = 5.0  # how often batch results are also looked for in the store
+LOST_GRACE_S = 60  # beyond the hard time limit, how long a begun batch the broker lost may take
 
 
 class _Reconnecting:
@@ -67,6 +79,101 @@ class _Reconnecting:
             return result
 
 
+def _message_task(raw) -> tuple[str, dict]:
+    """(task id, keyword arguments) of a message as kombu's Redis transport stores it."""
+    try:
+        msg = json.loads(raw)
+        if isinstance(msg, list):  # the unacked hash: [message, exchange, routing key]
+            msg = msg[0]
+        task_id = str(msg.get("headers", {}).get("id", ""))
+        body = msg.get("body", "")
+        if msg.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        kwargs = json.loads(body)[1]
+        return task_id, kwargs if isinstance(kwargs, dict) else {}
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return "", {}
+
+
+def broker_tasks(queue: str, conn=None) -> dict[str, dict]:
+    """Task id -> keyword arguments of every batch the (Redis) broker holds for `queue`: queued, or
+    delivered to a worker and not acknowledged yet (running, or waiting for a retry's countdown)."""
+    own = conn is None
+    conn = conn or app.connection_for_read()
+    try:
+        channel = conn.default_channel
+        client = channel.client
+        raws = [m for pri in channel.priority_steps for m in client.lrange(channel._q_for_pri(queue, pri), 0, -1)]
+        raws.extend(client.hvals(channel.unacked_key))
+    finally:
+        if own:
+            conn.release()
+    return dict(_message_task(raw) for raw in raws)
+
+
+def _broker_run_id(conn) -> str | None:
+    return conn.default_channel.client.info("server").get("run_id")
+
+
+def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> dict[str, str | None]:
+    """Batch id -> task id of the batches of `job_id` (among `batch_ids`) still queued or running:
+    held by the broker, or begun by a worker and not ended (task id None when the broker lost it)."""
+    if broker:
+        app.conf.broker_url = broker
+    wanted = set(batch_ids)
+    queue = os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
+    found: dict[str, str | None] = {}
+    try:
+        for task_id, kwargs in broker_tasks(queue).items():
+            batch = kwargs.get("batch") if isinstance(kwargs.get("batch"), dict) else {}
+            if kwargs.get("job_id") == job_id and batch.get("id") in wanted:
+                found[batch["id"]] = task_id
+    except CONNECTION_ERRORS as e:
+        raise RunnerUnavailable(f"the broker {redact_url(app.conf.broker_url)} did not answer ({e}); cannot tell"
+                                f" which pending batches are still queued") from None
+    for batch_id in wanted - set(found):
+        if store.unfinished(job_id, batch_id):
+            found[batch_id] = None
+    return found
+
+
+class _LostBatches:
+    """Which sent batches the broker lost (see the module docstring), checked every STORE_CHECK_S
+    while `watching`: after a reconnect, a new Redis run id, or from the start when following."""
+
+    def __init__(self, store, job_id: str, queue: str, watching: bool):
+        self.store, self.job_id, self.queue = store, job_id, queue
+        self.grace_s = float(app.conf.task_time_limit or 0) + LOST_GRACE_S
+        self.watching = watching
+        self.missing: dict[str, float] = {}  # task id -> when first seen missing
+        self.run_id: str | None = None
+        self.conn = app.connection_for_read()
+
+    def close(self) -> None:
+        self.conn.release()
+
+    def check(self, call, pending: dict, metas: dict, reconnected: bool) -> list[str]:
+        """The task ids (of `pending`) that the broker lost."""
+        run_id = call(_broker_run_id, self.conn)
+        if reconnected or (self.run_id is not None and run_id != self.run_id):
+            self.watching = True
+        self.run_id = run_id
+        if not self.watching:
+            return []
+        held = call(broker_tasks, self.queue, self.conn)
+        now, lost, missing = time.monotonic(), [], {}
+        for task_id, b in pending.items():
+            if task_id in held or metas.get(task_id, {}).get("status") in states.READY_STATES:
+                continue
+            since = missing[task_id] = self.missing.get(task_id, now)
+            if since < now and (not self.store.unfinished(self.job_id, b.id) or now - since > self.grace_s):
+                lost.append(task_id)
+                del missing[task_id]
+        self.missing = missing
+        self.watching = bool(missing)
+        return lost
+
+
 def _states(task_ids: list[str], chunk: int = 500) -> dict[str, dict]:
     """Each task's result meta ({status, result}); one MGET per `chunk` tasks on a Redis backend."""
     backend = app.backend
@@ -83,18 +190,31 @@ def _states(task_ids: list[str], chunk: int = 500) -> dict[str, dict]:
     return out
 
 
+def _failed(store, job_id: str, batch, error: str) -> BatchResult:
+    """A batch the task failed as a whole (the hard time limit, retries exhausted): its frames that
+    were not recorded as done fail with `error`; those that were stay done (the store merges forward)."""
+    result = BatchResult.all_failed(batch, error)
+    try:
+        merged = store.write_batch_result(job_id, result.to_dict())
+    except OSError as e:
+        log.warning("batch %s: its failure was not written to the store: %s", batch.id, e)
+        return result
+    return BatchResult.from_dict(merged) if isinstance(merged, dict) else result
+
+
 def run_celery(job_id: str, batches: list, store, broker: str | None, on_result: Callable, progress=None,
-               poll_s: float = 0.2, timeout_s: float | None = None) -> None:
+               poll_s: float = 0.2, timeout_s: float | None = None, follow: list | None = None) -> None:
     """Send every batch to the workers and wait for all results, feeding `progress` as they run.
 
-    A batch that fails as a task (retries exhausted, the hard time limit) fails its frames with the
-    task's error. A batch whose worker died is redelivered by the broker and simply takes longer.
+    `follow` ((task id or None, batch) pairs) are batches already sent and still in flight (`in_flight`):
+    followed, not sent again. A batch that fails as a task (retries exhausted, the hard time limit)
+    fails its frames that were not recorded as done with the task's error. A batch whose worker died
+    is redelivered by the broker and simply takes longer; one the broker lost is sent again.
     """
     if broker:
         app.conf.broker_url = broker
         if not os.environ.get("FARM_RESULT_BACKEND"):
             app.conf.result_backend = broker
-    out = store.location
     queue = os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
 
     def say(text: str) -> None:
@@ -103,50 +223,78 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
             progress.write(f"farm: {text}")
 
     call = _Reconnecting(broker, say, env_int("FARM_BROKER_RETRY_S", 300))
-    pending = {}
+
+    def send(b) -> str:
+        r = call(render_batch_task.apply_async, kwargs={"job_id": job_id, "batch": b.to_dict(),
+                                                         "out": store.location}, queue=queue, retry=False)
+        return r.id
+
+    pending = {task_id or f"followed-{b.id}": b for task_id, b in (follow or ())}
     for b in batches:
-        r = call(render_batch_task.apply_async, kwargs={"job_id": job_id, "batch": b.to_dict(), "out": out},
-                 queue=queue, retry=False)
-        pending[r.id] = b
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    checked = time.monotonic()
+        pending[send(b)] = b
+    lost = _LostBatches(store, job_id, queue, watching=bool(follow))
     try:
-        while pending:
-            metas = call(_states, list(pending))
-            if time.monotonic() - checked > STORE_CHECK_S or call.reconnected:
-                # A batch whose result the backend lost (Redis restarted after the worker stored it,
-                # or before) still has its result in the store, written by the worker that ran it.
-                checked = time.monotonic()
-                for task_id, b in list(pending.items()):
-                    if metas.get(task_id, {}).get("status") in states.READY_STATES:
-                        continue
-                    found = store.read_batch_result(job_id, b.id)
-                    if found and len(found.get("frames", ())) == len(b.keys):
-                        del pending[task_id]
-                        metas.pop(task_id, None)
-                        on_result(BatchResult.from_dict(found))
-                call.reconnected = False
-            for task_id, meta in metas.items():
-                b = pending[task_id]
-                state = meta.get("status")
-                if state == "PROGRESS" and progress is not None:
-                    info = meta.get("result") or {}
-                    if isinstance(info, dict) and info.get("batch") == b.id:
-                        progress.update(b.id, info.get("done", 0), info.get("failed", 0))
-                elif state == "SUCCESS":
-                    del pending[task_id]
-                    on_result(BatchResult.from_dict(meta["result"]))
-                    call(app.backend.forget, task_id)
-                elif state in ("FAILURE", "REVOKED"):
-                    del pending[task_id]
-                    exc = meta.get("result")
-                    error = f"the batch task failed: {type(exc).__name__}: {exc}"
-                    on_result(BatchResult.all_failed(b, error))
-                    call(app.backend.forget, task_id)
-            if pending:
-                if deadline is not None and time.monotonic() > deadline:
-                    raise TimeoutError(f"{len(pending)} batch(es) not finished after {timeout_s} s")
-                time.sleep(poll_s)
+        _follow(job_id, store, pending, on_result, progress, call, lost, send, say, poll_s, timeout_s)
     except BaseException:
         log.warning("stopped waiting; %d batch(es) are still queued or running on the workers", len(pending))
         raise
+    finally:
+        lost.close()
+
+
+def _follow(job_id, store, pending, on_result, progress, call, lost, send, say, poll_s, timeout_s) -> None:
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    checked = time.monotonic()
+    while pending:
+        metas = call(_states, list(pending))
+        if time.monotonic() - checked > STORE_CHECK_S or call.reconnected:
+            reconnected, call.reconnected = call.reconnected, False
+            checked = time.monotonic()
+            _from_store(job_id, store, pending, metas, on_result)
+            gone = lost.check(call, pending, metas, reconnected)
+            if gone:
+                say(f"the broker lost {len(gone)} batch(es) it held (Redis restarted without its data?);"
+                    f" sending them again")
+                for task_id in gone:
+                    b = pending.pop(task_id)
+                    metas.pop(task_id, None)
+                    pending[send(b)] = b
+        for task_id, meta in metas.items():
+            if task_id in pending:
+                _take(job_id, store, task_id, meta, pending, on_result, progress, call)
+        if pending:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"{len(pending)} batch(es) not finished after {timeout_s} s")
+            time.sleep(poll_s)
+
+
+def _from_store(job_id, store, pending, metas, on_result) -> None:
+    """A batch whose result the backend lost (Redis restarted after the worker stored it, or
+    before) still has its result in the store, written by the worker that ran it."""
+    for task_id, b in list(pending.items()):
+        if metas.get(task_id, {}).get("status") in states.READY_STATES:
+            continue
+        found = store.read_batch_result(job_id, b.id)
+        if found and len(found.get("frames", ())) == len(b.keys):
+            del pending[task_id]
+            metas.pop(task_id, None)
+            on_result(BatchResult.from_dict(found))
+
+
+def _take(job_id, store, task_id, meta, pending, on_result, progress, call) -> None:
+    """One task's state: progress, its result, or its failure."""
+    b = pending[task_id]
+    state = meta.get("status")
+    if state == "PROGRESS" and progress is not None:
+        info = meta.get("result") or {}
+        if isinstance(info, dict) and info.get("batch") == b.id:
+            progress.update(b.id, info.get("done", 0), info.get("failed", 0))
+    elif state == "SUCCESS":
+        del pending[task_id]
+        on_result(BatchResult.from_dict(meta["result"]))
+        call(app.backend.forget, task_id)
+    elif state in ("FAILURE", "REVOKED"):
+        del pending[task_id]
+        exc = meta.get("result")
+        on_result(_failed(store, job_id, b, f"the batch task failed: {type(exc).__name__}: {exc}"))
+        call(app.backend.forget, task_id)

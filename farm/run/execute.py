@@ -3,15 +3,21 @@
 `render_batch(batch, renderer_factory, store, job_id)` renders a batch with whatever renderer the
 factory returns (the process's GL renderer, or a stand-in) and returns a `BatchResult`:
 
-1. count the delivery (`store.begin_batch`); a batch whose worker died `max_deliveries` times fails
-   without rendering, so a model that kills its process never loops forever;
+1. count the delivery (`store.begin_batch`; `store.end_batch` when it ends, however it ends); a
+   batch whose worker process died `max_deliveries` times (deliveries that began and never ended)
+   fails without rendering, so a model that kills its process never loops forever, while a batch
+   redelivered for other reasons (a visibility timeout, a resend) is not failed for it;
 2. read the model (its sha256 once, then the loader); a model that fails to load fails the batch's
    frames with the loader's sentence;
 3. ask the batch's kind what to render (which sequence, which times): a sequence the model lacks,
    or a model that changed since it was planned, fails the frames with that reason;
 4. render frame by frame; the kind keeps each frame (frames go to the store as PNG, a thumbnail is
-   encoded and returned); a frame that raises fails alone;
-5. the kind records the result (frames: the store's batch result, which `farm status` merges).
+   encoded and returned); a frame that raises fails alone; a redelivery skips the frames an earlier
+   delivery recorded as done;
+5. the kind records the result (frames: the store's batch result, which `farm status` merges), also
+   along the way (at most every RECORD_EVERY_S), so the frames done before a hard time limit or a
+   killed process stay done; the store merges results forward (done beats failed, per frame) and
+   the merged result is what the batch returns.
 
 Problems that another process or machine may not have (no GL context, the store not writable)
 raise `TransientError`, for the runner to retry elsewhere. Exceptions in `abort` (a Celery soft
@@ -26,6 +32,8 @@ Nothing here imports GL at import time; the renderer is created by the factory i
 from __future__ import annotations
 
 import importlib
+import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +62,7 @@ __all__ = [
 # How many times a batch may be started (deliveries) before it is failed without rendering: a
 # model that kills its worker process must not loop forever (see Store.begin_batch).
 DEFAULT_MAX_DELIVERIES = 3
+RECORD_EVERY_S = 1.0  # how often a running batch records the frames it has done so far
 
 
 class TransientError(RuntimeError):
@@ -141,9 +150,41 @@ class BatchKind:
         """Count this delivery; returns which one this is (1 for the first)."""
         return store.begin_batch(job_id, batch.id)
 
-    def died_too_often(self, batch: Batch, attempt: int) -> str:
-        return (f"the worker process died {attempt - 1} times rendering this batch (model {batch.model_rel});"
+    def end(self, store, job_id: str, batch: Batch) -> None:
+        """Note that this delivery ended (it did not die); a store that refuses only loses the note."""
+        try:
+            store.end_batch(job_id, batch.id)
+        except OSError:
+            pass
+
+    def deaths(self, store, job_id: str, batch: Batch) -> int:
+        """How many earlier deliveries of the batch died: began and never ended, less this one and
+        those whose process is still alive on this machine (stopped, or still running while the
+        broker redelivered the batch). A process on another machine cannot be asked: a delivery
+        there that has not ended counts (the visibility timeout, longer than the hard time limit,
+        keeps a running batch from being redelivered)."""
+        try:
+            unfinished = list(store.unfinished(job_id, batch.id))
+        except OSError:
+            return 0
+        here, me = socket.gethostname().replace(" ", "_"), os.getpid()
+        if (here, me) in unfinished:
+            unfinished.remove((here, me))
+        return sum(not (host == here and pid != me and _alive(pid)) for host, pid in unfinished)
+
+    def died_too_often(self, batch: Batch, deaths: int) -> str:
+        return (f"the worker process died {deaths} times rendering this batch (model {batch.model_rel});"
                 f" not trying again")
+
+    def done_before(self, store, job_id: str, batch: Batch) -> dict[str, FrameResult]:
+        """Frames an earlier delivery of this batch recorded as done (a redelivery keeps them)."""
+        try:
+            found = store.read_batch_result(job_id, batch.id) or {}
+        except (ValueError, RuntimeError):  # a damaged result: render every frame again
+            found = {}
+        wanted = set(batch.keys)
+        return {f["key"]: FrameResult(**f) for f in found.get("frames", ())
+                if f.get("status") == "done" and f.get("key") in wanted}
 
     def plan(self, batch: Batch, model, digest: str) -> Work:
         """Which sequence and times to render; ValueError fails every frame with its message."""
@@ -188,12 +229,21 @@ class BatchKind:
     def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
         return FrameResult(key, time_ms, "failed", error=error)
 
-    def record(self, store, job_id: str, result: BatchResult) -> None:
-        """Make the result visible to the coordinator (and to `farm status`) through the store."""
+    def record(self, store, job_id: str, result: BatchResult) -> BatchResult:
+        """Make the result visible to the coordinator (and to `farm status`) through the store; returns
+        the result the store holds after merging it forward (frames done before stay done)."""
         try:
-            store.write_batch_result(job_id, result.to_dict())
+            merged = store.write_batch_result(job_id, result.to_dict())
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
+        if not isinstance(merged, dict):
+            return result
+        times = {f.key: f.render_s for f in result.frames}
+        out = BatchResult.from_dict(merged)
+        for f in out.frames:
+            f.render_s = times.get(f.key)
+        out.attempt = result.attempt
+        return out
 
 
 FRAMES = BatchKind()
@@ -236,26 +286,43 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     `on_frame(done, total, failed)` is called after each frame. `budgets` (default: from the
     environment, farm.run.budget) bounds each frame's wall time; a frame over a budget fails alone.
     """
-    budgets = budgets or Budgets.from_env()
     kind = batch_kind(batch.kind)
     attempt = kind.begin(store, job_id, batch)
+    try:
+        return _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, abort, max_deliveries,
+                        budgets or Budgets.from_env())
+    finally:  # however it ends (a result, a retry, a soft time limit): this delivery did not die
+        kind.end(store, job_id, batch)
+
+
+def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, abort, max_deliveries,
+             budgets) -> BatchResult:
     total = len(batch.keys)
     frames: list[FrameResult] = []
     work: Work | None = None
+    recorded = [time.monotonic()]
 
     def finish(error: str | None = None) -> BatchResult:
         if error is not None:  # every frame not done yet fails with this reason
             done = {f.key for f in frames}
             pairs = work.frames if work is not None else list(zip(batch.keys, batch.times, strict=True))
             frames.extend(kind.failed(k, t, error, work) for k, t in pairs if k not in done)
-        result = BatchResult(batch.id, frames, attempt)
-        kind.record(store, job_id, result)
+        result = kind.record(store, job_id, BatchResult(batch.id, frames, attempt)) \
+            or BatchResult(batch.id, frames, attempt)
         if on_frame:
-            on_frame(len(frames), len(frames), result.failed)
+            on_frame(len(result.frames), len(result.frames), result.failed)
         return result
 
-    if attempt > max_deliveries:
-        return finish(kind.died_too_often(batch, attempt))
+    def progress(failed: int) -> None:
+        if time.monotonic() - recorded[0] >= RECORD_EVERY_S and len(frames) < total:
+            kind.record(store, job_id, BatchResult(batch.id, list(frames), attempt))  # a partial result
+            recorded[0] = time.monotonic()
+        if on_frame:
+            on_frame(len(frames), total, failed)
+
+    deaths = kind.deaths(store, job_id, batch) if attempt > 1 else 0
+    if deaths >= max_deliveries:
+        return finish(kind.died_too_often(batch, deaths))
     try:
         model, digest = read_model_and_digest(batch.model)
     except abort:
@@ -267,10 +334,15 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
         work = kind.plan(batch, model, digest)
     except ValueError as e:
         return finish(str(e))
+    before = kind.done_before(store, job_id, batch) if attempt > 1 else {}
     renderer = acquire_renderer(renderer_factory, abort)
     failed = 0
     try:
         for key, t in work.frames:
+            if key in before:  # an earlier delivery rendered and recorded it
+                frames.append(before[key])
+                progress(failed)
+                continue
             try:
                 started = time.perf_counter()
                 with frame_deadline(budgets.frame_seconds):
@@ -290,11 +362,26 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
                 failed += 1
                 if budget:  # what it built may be half made: start the model afresh
                     _forget(renderer, model)
-            if on_frame:
-                on_frame(len(frames), total, failed)
+            progress(failed)
     finally:
         _forget(renderer, model)
     return finish()
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (killed, not yet reaped by its pool) is dead
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _forget(renderer, model) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from farm.compare.status import CAUSE_HINTS, RETRY_CANNOT_FIX, UNLOADABLE
 from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
 from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
-from farm.run.dispatch import mode, run_batches
+from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
 from farm.settings import broker_url, default_out, redact_url
@@ -282,10 +282,12 @@ def _planned(trace: dict) -> dict:
 
 
 def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: int | None,
-             progress: bool | None) -> dict:
+             progress: bool | None, follow: list | None = None) -> dict:
+    """Send `batches` and follow them, and `follow` ((task id or None, batch) pairs still in flight,
+    not sent again), recording every result in the job."""
     # Longest batches first, so the last ones to finish are short (less idle time at the end).
     batches = sorted(batches, key=lambda b: (-len(b.keys), b.model_rel, b.id))
-    frames = sum(len(b.keys) for b in batches)
+    frames = sum(len(b.keys) for b in batches) + sum(len(b.keys) for _, b in follow or ())
     run = {"mode": mode(broker), "broker": redact_url(broker), "workers": workers,
            "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
     job.data["runs"].append(run)
@@ -298,7 +300,8 @@ def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: i
         bar.finish(result.batch, len(result.frames), result.failed)
 
     try:
-        run_batches(job.id, batches, job.store, broker=broker, workers=workers, on_result=on_result, progress=bar)
+        run_batches(job.id, batches, job.store, broker=broker, workers=workers, on_result=on_result, progress=bar,
+                    follow=follow)
     finally:
         bar.close()
         run.update(finished=_now(), seconds=round(time.monotonic() - t0, 3))
@@ -342,8 +345,14 @@ def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, 
             continue
         keys = by_batch[batch_id]
         batches.append(b if len(keys) == len(b.keys) else b.subset(keys))
-    if batches:
-        _execute(job, batches, broker_url(broker), workers, progress)
+    # Pending batches still queued or running (`farm run` was interrupted, its workers went on) are
+    # followed, not sent again: sending them twice would render their frames twice.
+    broker = broker_url(broker)
+    busy = in_flight(job.id, job.store, broker, [b.id for b in batches]) if pending else {}
+    follow = [(busy[b.id], b) for b in batches if b.id in busy]
+    batches = [b for b in batches if b.id not in busy]
+    if batches or follow:
+        _execute(job, batches, broker, workers, progress, follow)
     return job
 
 

@@ -8,8 +8,15 @@ new module here plus a scheme in `open_store`. The rules every kind keeps:
 - Nothing written varies between runs of the same batch (no times, hosts or pids), so a
   redelivered batch writes the same bytes again.
 - Writes are atomic: a reader never sees half a document.
-- `begin_batch` counts deliveries of a batch safely across processes and machines (it bounds a
-  model that kills its worker); `reset_batch` clears the count when the coordinator submits it.
+- `begin_batch` counts deliveries of a batch safely across processes and machines and `end_batch`
+  notes each delivery that ended (done, failed, or handed back for a retry): `unfinished` lists
+  the deliveries that began and did not end, by (host, pid) (running now, or their process died),
+  which bounds a model that kills its worker and tells a coordinator which batches are in flight;
+  `reset_batch` clears both when the coordinator submits the batch.
+- Batch results only move forward, per frame: `write_batch_result` merges the new result into the
+  stored one under the store's lock (`merge_batch_results`: a frame done stays done, a later
+  failure replaces an earlier one) and returns what the store now holds, so a late or redelivered
+  worker never turns a good frame back into a failure.
 - A job's log is append-only: `append_job_log` adds one record, whole or absent (a kill or a full
   disk mid-append leaves the records before it); `read_job_log` gives them back in order. The job
   document (`write_job`) is replaced whole; what a log record means is the job's business
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Store"]
+__all__ = ["Store", "merge_batch_results"]
 
 
 @runtime_checkable
@@ -39,9 +46,11 @@ class Store(Protocol):
 
     # batches: delivery counts and results
     def begin_batch(self, job_id: str, batch_id: str) -> int: ...
+    def end_batch(self, job_id: str, batch_id: str) -> None: ...
     def deliveries(self, job_id: str, batch_id: str) -> int: ...
+    def unfinished(self, job_id: str, batch_id: str) -> list[tuple[str, int]]: ...
     def reset_batch(self, job_id: str, batch_id: str) -> None: ...
-    def write_batch_result(self, job_id: str, result: dict) -> None: ...
+    def write_batch_result(self, job_id: str, result: dict) -> dict: ...
     def read_batch_result(self, job_id: str, batch_id: str) -> dict | None: ...
     def remove_batch_result(self, job_id: str, batch_id: str) -> None: ...
 
@@ -61,3 +70,19 @@ class Store(Protocol):
     def put_artefact(self, job_id: str, name: str, data: bytes) -> str: ...
     def read_artefact(self, job_id: str, name: str) -> bytes | None: ...
     def local_path(self, ref: str): ...
+
+
+def merge_batch_results(old: dict | None, new: dict) -> dict:
+    """A batch result moved forward by `new`, frame by frame: a frame done in `old` stays as it was
+    (a late delivery's failure, a hard time limit's verdict on the whole batch cannot undo it); any
+    other frame takes `new`'s entry (done beats failed; among failures the latest wins). Frames only
+    in `old` are kept, in their place; frames only in `new` follow in `new`'s order."""
+    if not old or old.get("batch") != new.get("batch"):
+        return new
+    incoming = {f["key"]: f for f in new.get("frames", ())}
+    frames = []
+    for f in old.get("frames", ()):
+        g = incoming.pop(f["key"], None)
+        frames.append(f if g is None or f.get("status") == "done" else g)
+    frames.extend(incoming.values())
+    return {**old, **{k: v for k, v in new.items() if k != "frames"}, "frames": frames}

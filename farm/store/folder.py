@@ -7,7 +7,8 @@
       jobs/<job>/index.json       trace key -> image digest, for the traces that rendered
       jobs/<job>/log.jsonl        the job state's changes, a JSON line each (append-only; farm.run.jobs)
       jobs/<job>/batches/<id>.json  each batch's result, written by the worker that rendered it
-      jobs/<job>/attempts/<id>    one line per delivery of a batch (bounds crash loops)
+      jobs/<job>/attempts/<id>    "x HOST PID" per delivery of a batch, "e HOST PID" when it ended
+      jobs/<job>/batches.lock     held (flock) while a batch result is merged and rewritten
       jobs/<job>/<name>           artefacts: comparison.json, heatmaps/, diff-<job>.json
       tmp/                        temporary files (same file system, so renames are atomic)
 
@@ -22,13 +23,18 @@ duplicates to clean up. The sidecar and the batch result hold nothing that varie
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 from farm.files import append_json_line, atomic_write, atomic_write_json, json_bytes, read_json_lines
+from farm.store.base import merge_batch_results
 
 __all__ = ["FolderStore"]
 
@@ -102,29 +108,75 @@ class FolderStore:
 
     # --- batches
     def begin_batch(self, job_id: str, batch_id: str) -> int:
-        """Count a delivery of a batch; returns which one this is (1 for the first)."""
+        """Count a delivery of a batch by this process; returns which one this is (1 for the first)."""
+        self._append(job_id, batch_id, b"x")
+        return self.deliveries(job_id, batch_id)
+
+    def end_batch(self, job_id: str, batch_id: str) -> None:
+        """Note that this process's delivery of a batch ended (it did not die in it)."""
+        self._append(job_id, batch_id, b"e")
+
+    def _append(self, job_id: str, batch_id: str, what: bytes) -> None:
         path = self.attempts_path(job_id, batch_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        line = b"%s %s %d\n" % (what, socket.gethostname().encode("utf-8", "replace").replace(b" ", b"_"),
+                                os.getpid())
         try:
-            os.write(fd, b"x\n")  # one small O_APPEND write per delivery
+            os.write(fd, line)  # one small O_APPEND write per event
         finally:
             os.close(fd)
-        return path.read_bytes().count(b"\n")
+
+    def _attempts(self, job_id: str, batch_id: str) -> list[list[str]]:
+        try:
+            data = self.attempts_path(job_id, batch_id).read_bytes()
+        except FileNotFoundError:
+            return []
+        return [line.split() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
 
     def deliveries(self, job_id: str, batch_id: str) -> int:
         """How many times a batch was started since it was last submitted (0: never)."""
-        try:
-            return self.attempts_path(job_id, batch_id).read_bytes().count(b"\n")
-        except FileNotFoundError:
-            return 0
+        return sum(fields[0] == "x" for fields in self._attempts(job_id, batch_id))
+
+    def unfinished(self, job_id: str, batch_id: str) -> list[tuple[str, int]]:
+        """The deliveries of a batch that began and did not end, as (host, pid) of their process:
+        running now (or stopped), or their process died. A process runs one batch at a time, so
+        starts and ends pair up per process."""
+        open_: dict[tuple[str, int], int] = {}
+        for fields in self._attempts(job_id, batch_id):
+            who = (fields[1] if len(fields) > 1 else "", int(fields[2]) if len(fields) > 2 and fields[2].isdigit()
+                   else 0)
+            open_[who] = open_.get(who, 0) + (1 if fields[0] == "x" else -1)
+        return [who for who, n in open_.items() for _ in range(max(0, n))]
 
     def reset_batch(self, job_id: str, batch_id: str) -> None:
         """Forget a batch's deliveries (the coordinator does this when it submits the batch)."""
         self.attempts_path(job_id, batch_id).unlink(missing_ok=True)
 
-    def write_batch_result(self, job_id: str, result: dict) -> None:
-        atomic_write_json(self.batch_result_path(job_id, result["batch"]), result, self.tmp)
+    @contextlib.contextmanager
+    def _locked(self, job_id: str) -> Iterator[None]:
+        """The job's batch-result lock (flock on jobs/<job>/batches.lock; NFS clients emulate it with
+        POSIX locks): one merge-and-rewrite at a time, across processes and machines."""
+        path = self.job_dir(job_id) / "batches.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def write_batch_result(self, job_id: str, result: dict) -> dict:
+        """Merge `result` into the stored one, frame by frame (base.merge_batch_results: results only
+        move forward), and write it atomically; returns what the store now holds."""
+        with self._locked(job_id):
+            try:
+                old = self.read_batch_result(job_id, result["batch"])
+            except (ValueError, RuntimeError):  # not a batch result (a damaged file): replaced
+                old = None
+            merged = merge_batch_results(old, result)
+            atomic_write_json(self.batch_result_path(job_id, result["batch"]), merged, self.tmp)
+        return merged
 
     def read_batch_result(self, job_id: str, batch_id: str) -> dict | None:
         try:

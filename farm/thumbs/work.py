@@ -105,8 +105,8 @@ class ThumbnailKind(BatchKind):
         except OSError:  # a worker that cannot write the coordinator's folder: no bound, but no failure
             return 1
 
-    def died_too_often(self, batch: Batch, attempt: int) -> str:
-        return f"the worker process died {attempt - 1} times rendering {batch.model_rel}; not trying again"
+    def died_too_often(self, batch: Batch, deaths: int) -> str:
+        return f"the worker process died {deaths} times rendering {batch.model_rel}; not trying again"
 
     def plan(self, batch: Batch, model, digest: str) -> Work:
         facts = {"sha256": digest, **model_facts(model)}
