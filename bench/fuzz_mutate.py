@@ -6,6 +6,12 @@ whole corpus files: byte flips, "interesting" 32-bit values (counts, sizes, obje
 in the file's byte order, non-finite or huge floats, truncation, insertion and deletion; MDL text
 gets token-level edits (numbers replaced by hostile ones, lines dropped or repeated, braces lost).
 Texture headers get half of their mutations in the first 200 bytes, where the fields are.
+Structure-aware kinds (issue 23) reach the fields the byte mutations rarely hit together: huge
+counts, sizes and offsets written into the known header fields of each texture format (DDS mip
+count, sides, pitch, depth, DX10 array size; BLP mip offset/size tables, sides, JPEG header size;
+TGA sides, image ID length, colour-map length), Halo tag block counts (the model and bitmap body's
+reflexives), MDX chunk sizes and the first u32 of a chunk's records (an inclusive size or a
+count), any small u32 of a file (a likely count) made huge, and for MDL text deep brace nesting.
 `mutate(data, kind, rng)` depends only on its arguments.
 """
 
@@ -23,6 +29,8 @@ KINDS = {
 }
 INTERESTING_U32 = (0, 1, 2, 3, 4, 7, 8, 255, 256, 1024, 16384, 16385, 65535, 0x7FFFFFFF, 0x80000000,
                    0xFFFFFFFE, 0xFFFFFFFF)
+STRUCTURED_SHARE = 0.4  # binary cases whose mutation is a structure-aware one (`_structured`)
+HUGE_U32 = (0xFFFFFFFF, 0xFFFFFFFE, 0x80000000, 0x7FFFFFFF, 0x10000000, 0x01000000, 65536, 65535, 16385)
 HOSTILE_FLOATS = (float("nan"), float("inf"), float("-inf"), -1e38, 1e30, 3.4e38, 1e-40)
 HOSTILE_TOKENS = ("4294967295", "4294967294", "2147483648", "-1", "-2147483648", "0", "99999999999999999999",
                   "1e308", "-1e308", "nan", "inf", "1e-320", "65536")
@@ -58,6 +66,83 @@ def _binary(data: bytes, order: str, rng: random.Random, header: bool) -> bytes:
     return bytes(b)
 
 
+# Header fields that hold a count, a size, an offset or a side: (offset, byte width) per format.
+TEXTURE_FIELDS = {
+    b"DDS ": [(12, 4), (16, 4), (20, 4), (24, 4), (28, 4), (128, 4), (140, 4)],  # h, w, pitch, depth, mips, DX10
+    b"BLP1": [(12, 4), (16, 4), (24, 4), (156, 4)] + [(28 + 4 * k, 4) for k in range(32)],  # sides, mip tables
+    b"BLP2": [(12, 4), (16, 4), (11, 1)] + [(20 + 4 * k, 4) for k in range(32)],
+    b"TGA": [(0, 1), (3, 2), (5, 2), (12, 2), (14, 2), (16, 1)],  # ID length, colour map, sides, depth
+}
+HALO_BODY = 64
+HALO_COUNTS = {".model": [172, 184, 196, 208, 220], ".gbxmodel": [172, 184, 196, 208, 220], ".bitmap": [84, 96]}
+
+
+def _put(b: bytearray, at: int, width: int, order: str, value: int) -> None:
+    if 0 <= at and at + width <= len(b):
+        b[at:at + width] = (value & ((1 << 8 * width) - 1)).to_bytes(width, "little" if order == "<" else "big")
+
+
+def _texture_fields(b: bytearray, rng: random.Random) -> None:
+    """A huge (or zero) value in one or two of the header fields of a DDS, BLP or TGA."""
+    fields = TEXTURE_FIELDS.get(bytes(b[:4]), TEXTURE_FIELDS[b"TGA"] if b[:4] != b"\x89PNG" else [(16, 4), (20, 4)])
+    order = ">" if b[:4] == b"\x89PNG" else "<"
+    for _ in range(rng.randint(1, 2)):
+        at, width = rng.choice(fields)
+        value = rng.choice(HUGE_U32) if rng.random() < 0.9 else 0
+        _put(b, at, width, order, value)
+
+
+def _halo_counts(b: bytearray, suffix: str, rng: random.Random) -> None:
+    """A huge count in one of the tag body's top-level blocks (reflexive: count, pointer, definition)."""
+    at = HALO_BODY + rng.choice(HALO_COUNTS[suffix])
+    _put(b, at, 4, ">", rng.choice(HUGE_U32))
+
+
+def _mdx_chunks(b: bytearray, rng: random.Random) -> None:
+    """A huge size in an MDX chunk header, or in the first u32 of its body (a record size or a count)."""
+    chunks, at = [], 4
+    while at + 8 <= len(b):
+        size = int.from_bytes(b[at + 4:at + 8], "little")
+        chunks.append(at)
+        at += 8 + size
+    if not chunks:
+        return
+    at = rng.choice(chunks)
+    _put(b, at + (4 if rng.random() < 0.4 else 8), 4, "<", rng.choice(HUGE_U32))
+
+
+def _likely_count(b: bytearray, order: str, rng: random.Random) -> None:
+    """A small non-zero aligned u32 (probably a count, a size or an index) made huge."""
+    for _ in range(16):
+        at = rng.randrange(max(1, len(b) - 3)) & ~3
+        if at + 4 <= len(b) and 0 < int.from_bytes(b[at:at + 4], "little" if order == "<" else "big") <= 4096:
+            _put(b, at, 4, order, rng.choice(HUGE_U32))
+            return
+
+
+def _structured(data: bytes, suffix: str, order: str, rng: random.Random) -> bytes:
+    b = bytearray(data)
+    kind, _ = KINDS[suffix]
+    pick = rng.random()
+    if kind == "texture" and pick < 0.7:
+        _texture_fields(b, rng)
+    elif suffix in HALO_COUNTS and pick < 0.5:
+        _halo_counts(b, suffix, rng)
+    elif suffix == ".mdx" and pick < 0.5:
+        _mdx_chunks(b, rng)
+    else:
+        _likely_count(b, order, rng)
+    return bytes(b)
+
+
+def _nesting(b: bytes, rng: random.Random) -> bytes:
+    """Deep nesting: thousands of '{' (or nested blocks) at a random place of MDL text."""
+    depth = rng.choice((1000, 1000, 10_000, 10_000, 100_000))
+    at = rng.randrange(len(b) + 1)
+    unit = b"{ " if rng.random() < 0.5 else b'Helper "n" { '
+    return b[:at] + unit * depth + (b"} " * depth if rng.random() < 0.5 else b"") + b[at:]
+
+
 _NUMBER = re.compile(rb"-?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
 
 
@@ -83,8 +168,10 @@ def _mdl(data: bytes, rng: random.Random) -> bytes:
             if braces:
                 i = rng.choice(braces)
                 b = b[:i] + b[i + 1:]
-        elif kind < 0.85:  # truncate
+        elif kind < 0.83:  # truncate
             b = b[:rng.randrange(len(b) + 1)]
+        elif kind < 0.85:
+            b = _nesting(b, rng)
         else:
             b = _binary(b, "<", rng, header=False)
     return b
@@ -95,4 +182,6 @@ def mutate(data: bytes, suffix: str, rng: random.Random) -> bytes:
     kind, order = KINDS[suffix]
     if kind == "mdl":
         return _mdl(data, rng)
+    if rng.random() < STRUCTURED_SHARE:
+        return _structured(data, suffix, order, rng)
     return _binary(data, order, rng, header=kind == "texture")

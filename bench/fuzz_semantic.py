@@ -4,7 +4,9 @@ A corpus MDX or MDL file is loaded, 1..4 edits are applied to its Model and it i
 its own format (`mutate_model`). The edits: object ids near 2^32 or colliding, parents that name
 nothing, themselves or a cycle, non-finite or huge pivots, emitter fields (lifespans, rates,
 speeds, gravity, atlas rows and columns, filter modes, head/tail, squirt), keyframe values and
-frames, sequence intervals and global sequence durations, MATS entries and vertex groups. Values
+frames, sequence intervals and global sequence durations, MATS entries and vertex groups; and (issue
+23) deep parent chains (up to 100,000 helpers, each the child of the one before), negative and
+huge ids on every kind of node, and non-finite or huge extents (model, geoset, sequence). Values
 stay within what the file's fields can hold (u32 ids, i32 parents), so the writer can write them.
 """
 
@@ -124,7 +126,56 @@ def _skinning(m, rng):
         g.vertex_groups = vg
 
 
-EDITS = (_ids, _all_ids_huge, _parents, _pivots, _emitter, _emitter, _tracks, _tracks, _sequences, _skinning)
+CHAIN_LENGTHS = (1000, 1000, 10_000, 10_000, 100_000)
+
+
+def _deep_chain(m, rng):
+    """A chain of helpers, each the child of the one before, hung under an existing node (or the root)."""
+    from renderer.model import Helper
+
+    n = rng.choice(CHAIN_LENGTHS)
+    ids = [int(x.object_id) & 0xFFFFFFFF for x in m.nodes()]
+    first = max(ids, default=-1) + 1
+    if first + n > 0x7FFFFFFF:
+        first = 0
+    parent = rng.choice(ids) if ids and rng.random() < 0.5 else -1
+    chain = []
+    for i in range(n):
+        chain.append(Helper(name=f"chain{i}", object_id=first + i, parent_id=_i32(parent)))
+        parent = first + i
+    if rng.random() < 0.3:  # close the chain into a cycle
+        chain[0].parent_id = chain[-1].object_id
+    m.helpers = list(m.helpers) + chain
+    pivots = np.array(m.pivots, np.float32).reshape(-1, 3)
+    m.pivots = np.concatenate([pivots, np.zeros((len(m.nodes()) - len(pivots), 3), np.float32)])
+
+
+def _negative_ids(m, rng):
+    nodes = m.nodes()
+    for node in rng.sample(nodes, min(len(nodes), rng.randint(1, 3))):
+        value = rng.choice((-1, -2, -(1 << 31), -1000, (1 << 31) - 1))
+        if rng.random() < 0.5:
+            node.object_id = value & 0xFFFFFFFF
+        else:
+            node.parent_id = value
+
+
+def _extents(m, rng):
+    extents = [m.extent] + [g.extent for g in m.geosets] + [s.extent for s in m.sequences]
+    extents += [e for g in m.geosets for e in g.sequence_extents]
+    e = rng.choice(extents)
+    bad = float(rng.choice(HOSTILE_FLOATS))
+    which = rng.randrange(3)
+    if which == 0:
+        e.radius = bad
+    else:
+        v = list(getattr(e, ("min", "max")[which - 1]))
+        v[rng.randrange(3)] = bad
+        setattr(e, ("min", "max")[which - 1], tuple(v))
+
+
+EDITS = (_ids, _all_ids_huge, _parents, _pivots, _emitter, _emitter, _tracks, _tracks, _sequences, _skinning,
+         _deep_chain, _negative_ids, _extents, _extents)
 
 
 def mutate_model(model, rng: random.Random):

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from renderer.errors import FormatError
+from renderer.formats.textures.reader import MAX_PIXELS
 
 from .tagfile import HEADER_SIZE, TagCursor, read_header
 
@@ -63,7 +64,7 @@ BYTES_PER_PIXEL = {"a8": 1, "y8": 1, "ay8": 1, "p8 bump": 1, "a8y8": 2, "r5g6b5"
 BLOCK_BYTES = {"dxt1": 8, "dxt3": 16, "dxt5": 16, "bc7": 16}
 DATA_TYPES = ("2d", "3d", "cube", "white")
 TAG_TYPES = ("2d textures", "3d textures", "cube maps", "sprites", "interface bitmaps")
-MAX_DIMENSION = 16384
+MAX_DIMENSION = 16384  # one side; the pixels of one bitmap are bounded by textures.reader.MAX_PIXELS
 FLAG_SWIZZLED = 8
 
 
@@ -123,6 +124,8 @@ def read_bitmap_tag(data: bytes | memoryview, path: str) -> BitmapTag:
         w, h, d = int(r["width"]), int(r["height"]), int(r["depth"])
         if not (0 < w <= MAX_DIMENSION and 0 < h <= MAX_DIMENSION):
             raise FormatError(path, _where(i), eoff + 4, f"size {w}x{h} is outside 1..{MAX_DIMENSION}")
+        if w * h > MAX_PIXELS:  # a "white" bitmap has no pixel data to check its size against
+            raise FormatError(path, _where(i), eoff + 4, f"size {w}x{h} is more than {MAX_PIXELS} pixels")
         entries.append(BitmapEntry(i, w, h, max(d, 1), DATA_TYPES[dtype], fmt, int(r["flags"]), int(r["mipmaps"]),
                                    int(r["offset"]), eoff))
     kind = TAG_TYPES[tag_type] if tag_type < len(TAG_TYPES) else f"unknown({tag_type})"

@@ -15,10 +15,11 @@ and DXT4 are decoded as DXT3 and DXT5 without un-premultiplying; sRGB formats ar
 stored (no gamma conversion); BC6H comes back as Pillow's 8-bit RGB. Rows of uncompressed data
 are tightly packed, as the DDS specification computes the pitch; the header's pitch is ignored.
 
-Mip levels (`decode_dds_chain`, rules in `mips`): the header's mip count (0 counts as 1) levels of the
-first face follow one another, level k at max(1, w >> k) x max(1, h >> k). More than one level: the
-stored chain is uploaded (the viewer uploads a DDS's levels whatever its sides); one level: no
-mipmapping.
+Mip levels (`decode_dds_chain`, rules in `mips`): the header's mip count (0 counts as 1; a count
+over the levels the sides allow, down to 1x1, counts as that many) levels of the first face follow
+one another, level k at max(1, w >> k) x max(1, h >> k). More than one level: the stored chain is
+uploaded (the viewer uploads a DDS's levels whatever its sides); one level: no mipmapping. The
+header's pitch, depth and DX10 array size are not read (only the first face or slice is decoded).
 """
 
 from __future__ import annotations
@@ -139,7 +140,9 @@ def decode_dds_chain(data: bytes, name: str) -> mips.MipChain:
     tb = TextureBytes(data, name, "DDS")
     width, height, layout, offset = _header(tb)
     top = _decode_level(tb, layout, offset, width, height, "top mip level")
-    count = max(tb.u32(28, "mip count"), 1)
+    # The header's count is advisory (a level that is missing ends the chain): clamp it to the levels
+    # the sides allow before it sizes anything (a corrupt 0xFFFFFFFF once looped four billion times).
+    count = min(max(tb.u32(28, "mip count"), 1), mips.full_chain_length(width, height))
     if count <= 1:
         return mips.MipChain((top,), mips.NONE)
     starts = [offset]

@@ -18,10 +18,11 @@ from renderer.formats.textures.reader import TextureBytes
 
 @contextmanager
 def pillow_errors(tb: TextureBytes, field: str, offset: int | None, what: str) -> Iterator[None]:
-    """Run Pillow code; any exception it raises becomes a `FormatError` for `field` at `offset`."""
+    """Run Pillow code; any exception it raises becomes a `FormatError` for `field` at `offset`
+    (but a MemoryError stays one: farm.run.budget turns it into the frame's budget failure)."""
     try:
         yield
-    except FormatError:
+    except (FormatError, MemoryError):  # a MemoryError is the worker's memory budget, not bad input
         raise
     except Exception as exc:  # Pillow raises OSError, SyntaxError, ValueError, EOFError, ...
         raise tb.error(field, offset, f"{what} failed: {type(exc).__name__}: {exc}") from exc

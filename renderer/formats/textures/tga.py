@@ -4,6 +4,8 @@ TGA has no magic number, so it registers as a fallback: it is chosen for a `.tga
 unrecognised bytes whose 18-byte header is plausible. Header (little-endian): 0 u8 ID length,
 1 u8 colour-map type, 2 u8 image type, 3 u16 first map entry, 5 u16 map length, 7 u8 map entry
 bits, 12 u16 width, 14 u16 height, 16 u8 pixel bits, 17 u8 descriptor (origin, alpha bits).
+Sizes are checked against the bytes present before Pillow allocates the image: raw pixels must all
+be there, and RLE data must have at least one packet (a header byte and a pixel) per 128 pixels.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ HEADER = 18
 # image type -> pixel depths Pillow decodes for it
 IMAGE_TYPES = {1: (8,), 2: (16, 24, 32), 3: (8, 16), 9: (8,), 10: (16, 24, 32), 11: (8, 16)}
 MAP_DEPTHS = (16, 24, 32)
+RLE_PIXELS_PER_PACKET = 128
 
 
 def _plausible(head: bytes) -> bool:
@@ -59,8 +62,13 @@ def decode_tga(data: bytes, name: str) -> np.ndarray:
     map_bytes = map_length * ((map_depth + 7) // 8) if map_type else 0
     pixels_at = HEADER + id_length + map_bytes
     tb.need(HEADER, id_length + map_bytes, "image ID and colour map")
+    pixel_bytes = (depth + 7) // 8
     if not image_type & 8:
-        tb.need(pixels_at, width * height * ((depth + 7) // 8), "pixel data")
+        tb.need(pixels_at, width * height * pixel_bytes, "pixel data")
+    elif width * height > RLE_PIXELS_PER_PACKET * max(0, len(tb) - pixels_at) // (1 + pixel_bytes):
+        # each RLE packet is a header byte and at least one pixel, and stands for at most 128 pixels
+        raise tb.error("pixel data", pixels_at, f"{len(tb) - pixels_at} bytes of RLE packets cannot hold "
+                                                f"{width}x{height} pixels")
     with pillow_errors(tb, "pixel data", pixels_at, "TGA decoder"):
         with Image.open(BytesIO(tb.data), formats=["TGA"]) as image:
             if not image.tile:
