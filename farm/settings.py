@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import socket
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -65,9 +66,11 @@ __all__ = [
     "broker_address",
     "broker_url",
     "check_broker",
+    "check_reachable",
     "check_assets",
     "check_game",
     "check_image_base",
+    "check_environment",
     "check_events",
     "check_lighting",
     "check_lights",
@@ -352,11 +355,15 @@ class RenderSettings:
 # FARM_* environment variables
 
 
-def env_int(name: str, default: int | None, environ: Mapping[str, str] | None = None, *, minimum: int = 0,
-            maximum: int | None = None) -> int | None:
-    """An integer FARM_* variable: `default` when unset or empty, else an int in minimum..maximum;
-    any other value is a SettingError naming the variable, the value and what it must be (the
-    command line's error guard prints it as one sentence; never silently ignored)."""
+def env_int(name: str, default: int | None, environ: Mapping[str, str] | None = None, *,
+            minimum: int | None = None, maximum: int | None = None) -> int | None:
+    """An integer FARM_* variable: `default` when unset or empty, else an int in minimum..maximum
+    (the variable's `INT_BOUNDS` unless given; 0.. for one not listed there); any other value is a
+    SettingError naming the variable, the value and what it must be (the command line's error guard
+    prints it as one sentence; never silently ignored)."""
+    lo, hi = INT_BOUNDS.get(name, (0, None))
+    minimum = lo if minimum is None else minimum
+    maximum = hi if maximum is None else maximum
     env = os.environ if environ is None else environ
     raw = str(env.get(name, "")).strip()
     if not raw:
@@ -452,6 +459,27 @@ def variable_default(name: str) -> str:
         if n == name:
             return default
     raise KeyError(name)
+
+
+# The integer FARM_* variables and their bounds (minimum, maximum or None): env_int checks a value
+# against them wherever it is read, and check_environment checks them all before a command starts.
+INT_BOUNDS: dict[str, tuple[int, int | None]] = {
+    "FARM_PROGRESS_EVERY": (1, None), "FARM_SOFT_TIME_LIMIT": (0, None), "FARM_TIME_LIMIT": (0, None),
+    "FARM_VISIBILITY_TIMEOUT": (0, None), "FARM_RESTORE_INTERVAL": (0, None),
+    "FARM_SOFT_SHUTDOWN_TIMEOUT": (0, None), "FARM_BROKER_RETRY_S": (0, None), "FARM_FRAME_TIME_LIMIT": (0, None),
+    "FARM_MEMORY_LIMIT_MB": (0, None), "FARM_STALL_GRACE_S": (0, None), "FARM_MAX_FRAMES": (1, None),
+    "FARM_BATCH_FRAMES": (1, None), "FARM_MAX_TASKS_PER_CHILD": (0, None), "FARM_MAX_MEMORY_PER_CHILD": (0, None),
+    "FARM_TASK_MAX_RETRIES": (0, None), "FARM_RETRY_BACKOFF": (0, None), "FARM_RETRY_BACKOFF_MAX": (0, None),
+    "FARM_MAX_DELIVERIES": (1, None), "FARM_NIGHTLY_HOUR": (0, 23), "FARM_NIGHTLY_MINUTE": (0, 59),
+    "FARM_NIGHTLY_TIME_LIMIT": (60, 7 * 24 * 3600),
+}
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """Every integer FARM_* variable that is set, checked (SettingError for the first bad one), so a
+    command fails before it starts anything rather than midway, when the variable is first read."""
+    for name in INT_BOUNDS:
+        env_int(name, None, environ)
 
 
 def variables_help() -> str:
@@ -582,18 +610,43 @@ def broker_address(url: str) -> tuple[str, int]:
     return host.strip("[]"), int(port) if port else 6379
 
 
-def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+BROKER_CONNECT_S = 5.0  # how long the first connection to a broker may take
+_reached: set[str] = set()  # brokers this process has connected to once (broker_url checks each once)
+
+
+def check_reachable(url: str) -> None:
+    """One TCP connection to a broker (once per process and URL): one that refuses it (nothing
+    listens there), an unknown host or no answer is a SettingError naming the URL, instead of a
+    client that retries for ever. (A broker that goes away later, mid-run, is the Celery client's
+    to wait for: FARM_BROKER_RETRY_S.)"""
+    if url in _reached:
+        return
+    host, port = broker_address(url)
+    try:
+        socket.create_connection((host, port), timeout=BROKER_CONNECT_S).close()
+    except OSError as e:
+        why = e.strerror or str(e) or type(e).__name__
+        raise SettingError(f"cannot reach the broker {redact_url(url)} ({host} port {port}): {why}; is Redis"
+                           f" running there? (--broker local runs on this machine)") from None
+    _reached.add(url)
+
+
+def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = None, *,
+               reach: bool = False) -> str | None:
     """The broker to use: the argument, else FARM_BROKER_URL, else farm.toml's broker, else None
     (run locally). ``"local"`` runs locally even when FARM_BROKER_URL is set. The URL is checked
-    (check_broker), the error naming where it came from."""
+    (check_broker: the error names where it came from) and, with `reach` (what is about to use
+    it: a run, thumbnails, dispatch), connected to once (check_reachable)."""
     env = os.environ if environ is None else environ
     if broker == "local":
         return None
     if broker:
-        return check_broker(broker, "--broker")
-    if env.get("FARM_BROKER_URL"):
-        return check_broker(env["FARM_BROKER_URL"], "FARM_BROKER_URL")
-    proj = project()
-    if proj and proj.broker:
-        return check_broker(proj.broker, f"{proj.path}: 'broker'")
-    return None
+        url = check_broker(broker, "--broker")
+    elif env.get("FARM_BROKER_URL"):
+        url = check_broker(env["FARM_BROKER_URL"], "FARM_BROKER_URL")
+    else:
+        proj = project()
+        url = check_broker(proj.broker, f"{proj.path}: 'broker'") if proj and proj.broker else None
+    if url and reach:
+        check_reachable(url)
+    return url

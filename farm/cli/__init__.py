@@ -36,7 +36,8 @@ from farm.plan.manifest import ManifestError
 from farm.run.dispatch import RunnerUnavailable
 from farm.run.jobs import JobError
 from farm.run.progress import configure_logging
-from farm.settings import SettingError, project, variables_help
+from farm.settings import SettingError, check_environment, project, variables_help
+from farm.store.documents import StoreError
 from farm.version import version_line
 from renderer.errors import FormatError
 
@@ -98,11 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True
     try:
+        check_environment()  # a bad FARM_* integer stops the command before it starts anything
         return args.func(args)
     except FormatError as e:
         print(f"error: {e.sentence()}", file=sys.stderr)
         return 2
-    except (ManifestError, JobError, UsageError, GoldenError, SettingError, RunnerUnavailable) as e:
+    except (ManifestError, JobError, UsageError, GoldenError, SettingError, RunnerUnavailable, StoreError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `farm inspect x | head`: the reader left; stop quietly

@@ -286,6 +286,17 @@ def cmd_report(args) -> int:
     return 0
 
 
+def port_arg(text: str) -> int:
+    """--port: an integer from 0 (any free port) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, not {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, not {value}")
+    return value
+
+
 def cmd_serve(args) -> int:
     job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job, required=False)
@@ -405,7 +416,7 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
-    s.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    s.add_argument("--port", type=port_arg, default=8765, help="port (default 8765; 0: any free port)")
     s.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")

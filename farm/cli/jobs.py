@@ -176,7 +176,12 @@ def cmd_run(args) -> int:
 
 def cmd_status(args) -> int:
     job = JobState.load(job_ref(args.job, args.out), args.out)
-    job.merge_worker_results()
+    if job.merge_worker_results(save=False):
+        try:  # best effort: status only reads, so a read-only or full store still answers
+            job.save()
+        except OSError as e:
+            print(f"farm status: the results merged from the workers are shown, not saved in the store"
+                  f" ({e.strerror or e})", file=sys.stderr)
     if args.json:
         print(json.dumps(_job_json(job), indent=2, sort_keys=True))
     else:

@@ -8,15 +8,12 @@ Both runners call `on_result(BatchResult)` once per batch, in this process, and 
 from __future__ import annotations
 
 import importlib
-import socket
 from collections.abc import Callable
 
 from farm.run.execute import BatchResult
-from farm.settings import broker_address, broker_url, redact_url
+from farm.settings import broker_url
 
-__all__ = ["RUNNERS", "RunnerUnavailable", "check_reachable", "in_flight", "mode", "run_batches"]
-
-CONNECT_TIMEOUT_S = 5.0  # how long the first connection to a broker may take
+__all__ = ["RUNNERS", "RunnerUnavailable", "in_flight", "mode", "run_batches"]
 
 
 class RunnerUnavailable(RuntimeError):
@@ -36,19 +33,6 @@ def mode(broker: str | None) -> str:
     return "celery" if broker else "local"
 
 
-def check_reachable(broker: str) -> None:
-    """One TCP connection to the broker before anything is sent: a broker that refuses it (nothing
-    listens there) or does not answer is one sentence naming the URL, not a retry loop. (A broker
-    that goes away later, mid-run, is the Celery client's to wait for: FARM_BROKER_RETRY_S.)"""
-    host, port = broker_address(broker)
-    try:
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as e:
-        why = e.strerror or str(e) or type(e).__name__
-        raise RunnerUnavailable(f"cannot reach the broker {redact_url(broker)} ({host} port {port}): {why}; is Redis"
-                                f" running there? (--broker local runs on this machine)") from None
-
-
 def _runner(name: str) -> Callable:
     module, _, attr = RUNNERS[name].partition(":")
     return getattr(importlib.import_module(module), attr)
@@ -59,9 +43,7 @@ def run_batches(job_id: str, batches: list, store, *, broker: str | None, worker
     """Run `batches` for `job_id` on the runner `broker` names (see farm.settings.broker_url);
     `follow` ((task id or None, batch) pairs, from `in_flight`) are batches already sent and still
     queued or running: followed to their end, not sent again."""
-    broker = broker_url(broker)
-    if broker:
-        check_reachable(broker)
+    broker = broker_url(broker, reach=True)  # checked, and connected to once
     where = broker if broker else workers
     extra = {"follow": follow} if follow else {}
     _runner(mode(broker))(job_id, batches, store, where, on_result, progress, **extra)
@@ -74,10 +56,9 @@ IN_FLIGHT = {"celery": "farm.celery.client:in_flight"}
 
 def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> dict[str, str | None]:
     """The batches among `batch_ids` that the runner `broker` names still has queued or running."""
-    broker = broker_url(broker)
+    broker = broker_url(broker, reach=True)  # checked, and connected to once
     name = IN_FLIGHT.get(mode(broker))
     if name is None or not batch_ids:
         return {}
-    check_reachable(broker)
     module, _, attr = name.partition(":")
     return getattr(importlib.import_module(module), attr)(job_id, store, broker, batch_ids)

@@ -170,7 +170,8 @@ class JobState:
         return {k: t["digest"] for k, t in sorted(self.traces.items()) if t["status"] == "done"}
 
     # --- recording
-    def record(self, result: BatchResult | dict) -> None:
+    def record(self, result: BatchResult | dict, save: bool = True) -> None:
+        """Take a batch's result; `save=False` only in memory (`farm status` on a read-only store)."""
         if isinstance(result, dict):
             result = BatchResult.from_dict(result)
         for f in result.frames:
@@ -185,20 +186,22 @@ class JobState:
             if f.render_s is not None:
                 t["render_s"] = f.render_s
             self._dirty.add(f.key)
-        self.save()
+        if save:
+            self.save()
 
     def missing_assets(self) -> dict[str, list[str]]:
         """Trace key -> the assets its frame asked for and did not find (frames that rendered)."""
         return {k: t["missing"] for k, t in sorted(self.traces.items()) if t.get("missing")}
 
-    def merge_worker_results(self) -> int:
-        """Fold in batch results that workers wrote for traces still pending here; returns how many."""
+    def merge_worker_results(self, save: bool = True) -> int:
+        """Fold in batch results that workers wrote for traces still pending here; returns how many
+        (`save=False`: in memory only, the caller saves if it can)."""
         merged = 0
         for batch_id in sorted({t["batch"] for t in self.traces.values() if t["status"] == "pending"}):
             result = self.store.read_batch_result(self.id, batch_id)
             if result:
                 before = self.counts()["pending"]
-                self.record(BatchResult.from_dict(result))
+                self.record(BatchResult.from_dict(result), save=save)
                 merged += before - self.counts()["pending"]
         return merged
 
@@ -318,7 +321,7 @@ def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | N
         raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
     store = open_store(out or default_out())
     job = JobState.create(store, m, plan, job_id)  # its document is written when the batches are sent
-    _execute(job, plan.runnable(), broker_url(broker), workers, progress)
+    _execute(job, plan.runnable(), broker_url(broker, reach=True), workers, progress)
     return job
 
 

@@ -154,16 +154,19 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
                         p.kill()
                 for fut in done:
                     batch_id = futures[fut]
+                    result = None
                     try:
-                        finish(BatchResult.from_dict(fut.result()))
+                        result = BatchResult.from_dict(fut.result())
                     except BrokenProcessPool:
                         broken = True
                     except TransientError as e:
                         transient[batch_id] = transient.get(batch_id, 0) + 1
                         if transient[batch_id] > TRANSIENT_RETRIES:
-                            finish(BatchResult.all_failed(remaining[batch_id], str(e)))
+                            result = BatchResult.all_failed(remaining[batch_id], str(e))
                     except Exception as e:  # noqa: BLE001 - a bug in the batch code: this batch fails
-                        finish(BatchResult.all_failed(remaining[batch_id], f"{type(e).__name__}: {e}"))
+                        result = BatchResult.all_failed(remaining[batch_id], f"{type(e).__name__}: {e}")
+                    if result is not None:  # outside the try: what on_result raises (a full disk) is this
+                        finish(result)      # process's own error, not the batch's, and ends the run
         except BaseException:
             for p in list(getattr(executor, "_processes", {}).values()):
                 p.kill()

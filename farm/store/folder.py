@@ -35,6 +35,7 @@ from pathlib import Path
 
 from farm.files import append_json_line, atomic_write, atomic_write_json, json_bytes, read_json_lines
 from farm.store.base import merge_batch_results
+from farm.store.documents import check_batch_result, check_job, read_document
 
 __all__ = ["FolderStore"]
 
@@ -179,9 +180,10 @@ class FolderStore:
         return merged
 
     def read_batch_result(self, job_id: str, batch_id: str) -> dict | None:
+        """The batch's result, None when there is none (StoreError when it is not a batch result)."""
         try:
-            return json.loads(self.batch_result_path(job_id, batch_id).read_text("utf-8"))
-        except (OSError, ValueError):
+            return read_document(self.batch_result_path(job_id, batch_id), check_batch_result)
+        except OSError:
             return None
 
     def remove_batch_result(self, job_id: str, batch_id: str) -> None:
@@ -192,7 +194,7 @@ class FolderStore:
         atomic_write_json(self.job_path(job_id), state, self.tmp)
 
     def read_job(self, job_id: str) -> dict:
-        return json.loads(self.job_path(job_id).read_text("utf-8"))
+        return read_document(self.job_path(job_id), check_job)
 
     def append_job_log(self, job_id: str, record: dict) -> None:
         append_json_line(self.job_log_path(job_id), record)

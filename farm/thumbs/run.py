@@ -183,7 +183,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    broker = broker_url(broker)
+    broker = broker_url(broker, reach=True)
     summary = Summary(out, mode=mode(broker))
     try:
         found = find_models(roots, exclude=[out], errors=summary.listing_errors, listfile=listfile)

@@ -1,0 +1,102 @@
+"""The JSON documents a store hands back, checked as they are read: a job document (jobs/<job>.json)
+and a batch result (jobs/<job>/batches/<id>.json). A file that is not JSON, or JSON of the wrong
+shape (``[]``, a frame without its key, a status no one writes), is a `StoreError` naming the file
+and what is wrong, one sentence the command line prints as it is, never a KeyError or TypeError
+in whoever reads it next.
+
+Only the shape is checked here (what every reader indexes without looking); what a job's fields
+mean stays with their owners (farm.run.jobs: its format; farm.run.execute: BatchResult).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+__all__ = ["StoreError", "check_batch_result", "check_job", "read_document"]
+
+TRACE_STATUSES = ("pending", "done", "failed")  # a trace's status in a job document
+FRAME_STATUSES = ("done", "failed")  # a frame's status in a batch result
+# A frame of a batch result: field -> the types it may have (None: may be null or absent).
+FRAME_FIELDS: dict[str, tuple] = {
+    "key": (str,), "time_ms": (int,), "status": (str,), "digest": (str, None), "error": (str, None),
+    "info": (dict, None), "missing": (list, None), "render_s": (int, float, None),
+}
+
+
+class StoreError(RuntimeError):
+    """A document in the store that cannot be used; the message names the file."""
+
+
+_JSON_NAMES = {dict: "an object", list: "an array", str: "a string", int: "an integer", float: "a number",
+               bool: "a boolean", type(None): "null"}
+
+
+def _kind(value) -> str:
+    """JSON's name for a value's type."""
+    return _JSON_NAMES.get(type(value), type(value).__name__)
+
+
+def _names(types: tuple) -> str:
+    return " or ".join(_JSON_NAMES[t if t is not None else type(None)] for t in types)
+
+
+def _fits(value, types: tuple) -> bool:
+    if value is None:
+        return None in types
+    return isinstance(value, tuple(t for t in types if t is not None)) and not isinstance(value, bool)
+
+
+def read_document(path: Path, check) -> dict:
+    """The JSON object in `path`, checked by `check(doc)` (which returns a problem or None).
+    FileNotFoundError passes through (the caller says what is missing)."""
+    raw = path.read_bytes()
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise StoreError(f"{path} is not valid JSON ({e}); the store holds only whole documents, so this"
+                         f" file was changed by hand or damaged") from None
+    problem = check(doc)
+    if problem:
+        raise StoreError(f"{path}: {problem}")
+    return doc
+
+
+def check_job(doc) -> str | None:
+    """What is wrong with a job document's shape, or None."""
+    if not isinstance(doc, dict):
+        return f"a job document is a JSON object, not {_kind(doc)}"
+    if "format" not in doc:
+        return None  # not a job file at all: farm.run.jobs says so, naming the format it expects
+    for name, kind in (("job", str), ("traces", dict), ("batches", dict)):
+        if not isinstance(doc.get(name), kind):
+            return f"'{name}' must be {_names((kind,))}, not {_kind(doc.get(name))}"
+    for key, trace in doc["traces"].items():
+        if not isinstance(trace, dict):
+            return f"trace {key!r} must be an object, not {_kind(trace)}"
+        if trace.get("status") not in TRACE_STATUSES:
+            return f"trace {key!r} has status {trace.get('status')!r}, not one of {', '.join(TRACE_STATUSES)}"
+    return None
+
+
+def check_batch_result(doc) -> str | None:
+    """What is wrong with a batch result's shape, or None."""
+    if not isinstance(doc, dict):
+        return f"a batch result is a JSON object, not {_kind(doc)}"
+    if not isinstance(doc.get("batch"), str):
+        return f"'batch' must be a string (the batch id), not {_kind(doc.get('batch'))}"
+    frames = doc.get("frames")
+    if not isinstance(frames, list):
+        return f"'frames' must be an array, not {_kind(frames)}"
+    for i, f in enumerate(frames):
+        if not isinstance(f, dict):
+            return f"frames[{i}] must be an object, not {_kind(f)}"
+        unknown = sorted(set(f) - set(FRAME_FIELDS))
+        if unknown:
+            return f"frames[{i}] has unknown field(s) {', '.join(map(repr, unknown))}"
+        for name, types in FRAME_FIELDS.items():
+            if not _fits(f.get(name), types):
+                return f"frames[{i}] '{name}' must be {_names(types)}, not {_kind(f.get(name))}"
+        if f["status"] not in FRAME_STATUSES:
+            return f"frames[{i}] has status {f['status']!r}, not one of {', '.join(FRAME_STATUSES)}"
+    return None
