@@ -1,20 +1,27 @@
-"""Frames as the farm handles them: PNG bytes in and out, and the pixel digest.
+"""Frames as the farm handles them: PNG bytes in and out, lossless WebP out, and the pixel digest.
 
 The PNG codec (with the trace in its ``modelfarm.trace`` text chunk) is the renderer's
 (renderer.png); this module adds what the farm needs on top: RGBA normalisation and the pixel
 digest, a sha256 of the canonical RGBA bytes and the size, independent of PNG encoding, that
-goldens and comparisons use to recognise the same picture.
+goldens and comparisons use to recognise the same picture. `encode_image` writes either format
+(`farm render -o x.webp`, `farm thumbnails --format webp`): a WebP carries no trace, so its writer
+puts the trace in a JSON sidecar next to it (``x.webp.json``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 
 import numpy as np
+from PIL import Image
 
 from renderer.png import TRACE_KEY, png_bytes, read_png
 
-__all__ = ["TRACE_KEY", "as_rgba", "blank_reason", "image_digest", "png_bytes", "png_pixel_digest", "read_png"]
+__all__ = ["IMAGE_FORMATS", "TRACE_KEY", "as_rgba", "blank_reason", "encode_image", "image_digest", "png_bytes",
+           "png_pixel_digest", "read_png"]
+
+IMAGE_FORMATS = ("png", "webp")  # what encode_image writes; also the extensions `farm render -o` takes
 
 
 def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
@@ -60,3 +67,16 @@ def blank_reason(rgba: np.ndarray) -> str | None:
     if (flat == flat[0]).all():
         return "every pixel is #" + "".join(f"{int(v):02x}" for v in flat[0])
     return None
+
+
+def encode_image(rgba, trace: dict, fmt: str) -> bytes:
+    """PNG with the trace in its text chunk, or lossless WebP (exact RGBA, even under alpha 0; its
+    writer keeps the trace in a JSON sidecar)."""
+    if fmt == "png":
+        return png_bytes(rgba, trace)
+    if fmt == "webp":
+        buf = io.BytesIO()
+        Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(buf, "WEBP", lossless=True, quality=80,
+                                                                          method=4, exact=True)
+        return buf.getvalue()
+    raise ValueError(f"image format must be one of {', '.join(IMAGE_FORMATS)}, not {fmt!r}")

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
+from farm.look import default_time
 from farm.view.state import (
     BACKGROUNDS,
     ORBIT_DEG_PER_PX,
@@ -34,7 +35,9 @@ def state_of(path, **kw) -> ViewState:
     return ViewState.for_model(load_model(path), str(path), **kw)
 
 
-def test_the_state_starts_at_the_auto_camera(samples):
+def test_without_a_renderer_the_state_starts_at_the_auto_camera_and_the_default_time(samples):
+    """The window moves it to the fit camera (ViewState.frame_default: tests/test_default_look.py); the
+    time is the default look's (farm.look.default_time: the middle of the first sequence) already."""
     model = load_model(samples["crate"])
     s = ViewState.for_model(model, str(samples["crate"]), width=128, height=128)
     auto = resolve_camera("auto", model, 0, 1.0)
@@ -42,7 +45,8 @@ def test_the_state_starts_at_the_auto_camera(samples):
     np.testing.assert_allclose(s.target, auto.target, atol=1e-9)
     cam = parse_explicit(s.camera_spec())
     np.testing.assert_allclose(cam.eye, auto.eye, atol=1e-4)
-    assert (s.sequence, s.time_ms, s.playing, s.sequences) == (0, 0, False, ("Stand", "Spin", "Death"))
+    assert (s.sequence, s.time_ms, s.playing, s.sequences) == (0, 1000, False, ("Stand", "Spin", "Death"))
+    assert s.time_ms == default_time(model, 0) == (model.sequences[0].interval[1] - model.sequences[0].interval[0]) // 2
 
 
 def test_orbit_pan_zoom(samples):

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 from farm.cli.common import UsageError, msaa_arg, size_arg, team_arg
+from farm.files import atomic_write, atomic_write_json
+from farm.images import IMAGE_FORMATS, blank_reason, encode_image
+from farm.look import CAMERA_HELP, blank_warning, frame_defaults
 from farm.plan.batches import max_frames
 from farm.settings import (
     RenderSettings,
@@ -32,7 +35,6 @@ from renderer.formats.halo import TAG_KINDS, format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
 from renderer.fx.events import resolve_events
-from renderer.png import write_png
 from renderer.rules import DEFAULT_LIGHTING, EVENTS_MODES, LIGHTING_RULES, LIGHTS_MODES
 from renderer.summary import format_text, summarize
 from renderer.texture_set import MISSING_MODES
@@ -147,9 +149,10 @@ def cmd_convert(args) -> int:
     return 0
 
 
-def _times(args, model, seq) -> list[int]:
-    """The ms to render: --times, --every over the sequence, or --time; each checked by
-    farm.settings.check_time, the count bounded by the job cap (FARM_MAX_FRAMES)."""
+def _times(args, model, seq, time_ms: int) -> list[int]:
+    """The ms to render: --times, --every over the sequence, or `time_ms` (--time, else the default
+    look's, farm.look); each checked by farm.settings.check_time, the count bounded by the job cap
+    (FARM_MAX_FRAMES)."""
     if args.times is not None:
         parts = [t.strip() for t in args.times.split(",")]
         if not any(parts) or not all(p.isdigit() for p in parts if p) or "" in parts[:-1]:
@@ -167,30 +170,66 @@ def _times(args, model, seq) -> list[int]:
             raise UsageError(f"--every {args.every} over a sequence of {length} ms is {count:,} frames, more than"
                              f" the cap of {max_frames():,} (FARM_MAX_FRAMES)")
         return list(range(0, length + 1, args.every))
-    return [check_time(args.time, "--time")]
+    return [check_time(time_ms, "--time")]
+
+
+def _output_format(output: str) -> str:
+    """The format -o asks for, by its extension (farm.images.IMAGE_FORMATS: .png, .webp, any case); a
+    device or pipe (/dev/stdout, a FIFO: renderer.files.is_stream) takes PNG whatever its name.
+    Anything else is refused before the model is read, in one sentence."""
+    suffix = Path(output).suffix
+    if suffix.lower().lstrip(".") in IMAGE_FORMATS:
+        return suffix.lower().lstrip(".")
+    if is_stream(output):
+        return "png"
+    allowed = " or ".join(f".{f}" for f in IMAGE_FORMATS)
+    raise UsageError(f"-o {output}: the extension picks the format and must be {allowed}, not"
+                     f" {suffix or 'none'}")
+
+
+def _write_frame(dest: Path, fmt: str, frame) -> None:
+    """The frame as `fmt` (farm.images.encode_image), written atomically; a WebP's trace and diagnostics
+    go in a sidecar, DEST.json, as `farm thumbnails --format webp` keeps them."""
+    atomic_write(dest, encode_image(frame.rgba, frame.trace, fmt))
+    if fmt != "png":
+        diagnostics = [d.as_dict() for d in frame.diagnostics]
+        atomic_write_json(dest.with_name(dest.name + ".json"), {"trace": frame.trace, "diagnostics": diagnostics,
+                                                                "diagnostic_count": len(diagnostics)})
+
+
+def _warn_blank(name: str, model, seq, blank: list[tuple[int, str]], count: int) -> None:
+    """A blank frame is never silent: farm.look.blank_warning's sentence for the first, and how many more."""
+    if not blank:
+        return
+    t, reason = blank[0]
+    more = f" ({len(blank)} of the {count} frames are blank)" if len(blank) > 1 else ""
+    print(f"warning: {blank_warning(name, model, seq, t, reason)}{more}", file=sys.stderr)
 
 
 def cmd_render(args) -> int:
+    fmt = _output_format(args.output)
     model = _load(args.model, strict=args.strict, **_halo_options(args))
     sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
     try:
         seq = resolve_sequence(model, sequence)
     except UnknownSequence as e:
         raise UsageError(f"{args.model}: {e}") from None
-    times = _times(args, model, seq)
+    time_ms, camera = frame_defaults(model, seq, args.time, args.camera)  # the default look (farm.look)
+    times = _times(args, model, seq, time_ms)
     out = Path(args.output)
     if len(times) > 1 and is_stream(out):  # numbered names next to /dev/stdout or a FIFO: never what was meant
         raise UsageError(f"-o {args.output}: {len(times)} frames go to files numbered after -o's name, and"
                          f" {args.output} is a device or a pipe; name a file instead (e.g. frames.png)")
     settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
                               background=check_background(args.background, "--background"),
-                              camera=check_camera(args.camera, "--camera"), team=args.team,
+                              camera=check_camera(camera, "--camera"), team=args.team,
                               missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
                               game=check_game(args.game, "--game") if args.game else default_game(),
                               lighting=check_lighting(args.lighting, "--lighting"), lights=args.lights,
                               events=args.events)
     stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
+    blank: list[tuple[int, str]] = []  # (ms, why) of each blank frame
     try:
         for i, t in enumerate(times):
             spec = settings.frame_spec(seq, t, stop_at)
@@ -201,7 +240,10 @@ def cmd_render(args) -> int:
             except (CameraError, ValueError) as e:
                 raise UsageError(f"{args.model}: {e}") from None
             dest = out if len(times) == 1 else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")
-            write_png(dest, frame.rgba, frame.trace)
+            _write_frame(dest, fmt, frame)
+            reason = blank_reason(frame.rgba)
+            if reason is not None:
+                blank.append((t, reason))
             if i == 0:
                 for d in frame.diagnostics:
                     print(f"warning: {d.sentence(args.model)}", file=sys.stderr)
@@ -209,6 +251,7 @@ def cmd_render(args) -> int:
             print(f"{dest}: t={t} ms")
     finally:
         renderer.close()
+    _warn_blank(args.model, model, seq, blank, len(times))
     return 0
 
 
@@ -245,17 +288,18 @@ def add_parsers(sub) -> None:
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("render", help="render frames of a model to PNG")
+    s = sub.add_parser("render", help="render frames of a model to PNG or WebP")
     s.add_argument("model", help="the model file to render, or a model inside an archive:"
                                  " maps/x.w3x:path/in/archive.mdx")
-    s.add_argument("-o", "--output", required=True, help="the PNG to write (this command's one output; numbered"
-                                                         " when several times are rendered)")
+    s.add_argument("-o", "--output", required=True, help="the image to write, .png (trace in a text chunk) or .webp"
+                   " (lossless, trace in a .json sidecar): this command's one output; numbered when several times are"
+                   " rendered")
     s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")
-    s.add_argument("--time", type=int, default=0, help="ms from the sequence start")
+    s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
     s.add_argument("--times", help="several times in ms, e.g. 0,250,500")
     s.add_argument("--every", type=int, help="render every N ms of the sequence")
     s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH or N (NxN), default 512x512")
-    s.add_argument("--camera", default="auto", help="auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]")
+    s.add_argument("--camera", help=CAMERA_HELP)
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
     s.add_argument("--msaa", type=msaa_arg, default=0, help="MSAA samples (clamped to what GL grants)")
     s.add_argument("--background", default="transparent", help="transparent or #rrggbb")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
+from farm.look import CAMERA_HELP, DEFAULT_CAMERA
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.state import StateLocked
 from renderer.texture_set import MISSING_MODES
@@ -20,7 +21,7 @@ def cmd_thumbnails(args) -> int:
     (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
                             team=args.team, msaa=args.msaa, sheet=args.sheet, assets=tuple(args.assets),
-                            missing_textures=args.missing_textures, game=tuple(args.game))
+                            missing_textures=args.missing_textures, game=tuple(args.game), camera=args.camera)
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
                                   listfile=args.listfile,
@@ -46,6 +47,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--sequence", help="sequence to show when a model has it (default: Portrait); else Stand,"
                                       " else the first")
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
+    s.add_argument("--camera", default=DEFAULT_CAMERA, help=CAMERA_HELP)
     s.add_argument("--format", choices=("png", "webp"), default="png", help="png (trace in a text chunk) or webp"
                                                                              " (lossless, trace in a .json sidecar)")
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")

@@ -27,7 +27,7 @@ FORMAT = "modelfarm.thumbnails/1"
 ENTRY_KEYS = (
     "id", "root", "path", "file", "name", "model_format", "status", "error", "thumbnail", "sidecar", "image_sha256",
     "sha256", "sequence", "sequence_index", "sequence_rule", "time_ms", "sequences", "geosets", "vertices",
-    "triangles", "camera_source", "diagnostic_count", "diagnostics", "sheet", "missing",
+    "triangles", "camera_source", "diagnostic_count", "diagnostics", "sheet", "missing", "blank",
 )
 
 TEMPLATE = """<!doctype html>
@@ -82,6 +82,8 @@ TEMPLATE = """<!doctype html>
     <div class="path">{{ m.id }}</div>
     {% if m.missing %}<div class="missing-assets" title="{{ m.missing | join(', ') }}">&#9888; {{ m.missing | length }}
       missing asset(s): {{ m.missing[:3] | join(', ') }}{% if m.missing | length > 3 %} ...{% endif %}</div>{% endif %}
+    {% if m.blank %}<div class="missing-assets" title="{{ m.blank }}">&#9888; blank: nothing is drawn at this
+      time</div>{% endif %}
     <div class="facts">{% if m.status == 'done' %}{{ m.sequence if m.sequence is not none else '(bind pose)' }}
       {%- if m.time_ms is not none %} at {{ m.time_ms }} ms{% endif %} &middot; {{ m.vertices }} vertices
       &middot; {{ m.triangles }} triangles{% if m.diagnostic_count %} &middot; {{ m.diagnostic_count }}
@@ -129,6 +131,7 @@ def render_html(doc: dict, title: str = "Thumbnails") -> str:
     for e in doc["models"]:
         search = " ".join(str(e.get(k) or "") for k in ("file", "name", "id", "sequence", "model_format", "error"))
         search += " missing" if e.get("missing") else ""
+        search += " blank" if e.get("blank") else ""
         models.append({**e, "url": _url(e["thumbnail"], e.get("image_sha256")) if e.get("thumbnail") else None,
                        "search": " ".join(search.lower().split()), "short_error": short_error(e)})
     sheets = [{"url": _url(s)} for s in doc.get("sheets", [])]

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from farm.files import atomic_write, atomic_write_json
+from farm.look import DEFAULT_CAMERA
 from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
@@ -67,6 +68,7 @@ class ThumbnailOptions:
     assets: tuple = ()  # asset roots after each model's own folders and the roots
     game: tuple = ()  # game data (farm.settings.check_game), searched last
     missing_textures: str = "checker"
+    camera: str = DEFAULT_CAMERA  # farm.look's default look; "auto", a CAMS name or an explicit camera win
 
     def check(self) -> None:
         if not 16 <= int(self.size) <= 4096:
@@ -87,7 +89,8 @@ class ThumbnailOptions:
     def settings(self, assets: tuple = ()) -> RenderSettings:
         """The render settings of every thumbnail (farm.settings' rules), with these asset roots."""
         return RenderSettings(width=int(self.size), height=int(self.size), msaa=int(self.msaa), team=int(self.team),
-                              missing_textures=self.missing_textures, assets=tuple(assets), game=tuple(self.game))
+                              missing_textures=self.missing_textures, assets=tuple(assets), game=tuple(self.game),
+                              camera=self.camera)
 
 
 @dataclass
@@ -97,6 +100,7 @@ class Summary:
     rendered: list[str] = field(default_factory=list)  # ids rendered this run (done or failed)
     skipped: int = 0  # up to date
     failed: dict[str, str] = field(default_factory=dict)  # id -> error, for every model failing now
+    blank: dict[str, str] = field(default_factory=dict)  # id -> farm.look.blank_warning, for every blank thumbnail
     sheets_written: int = 0
     listing_errors: list[str] = field(default_factory=list)  # archives whose models could not be listed
     seconds: float = 0.0
@@ -118,6 +122,10 @@ class Summary:
                 lines.append(f"  {model_id}: {error}")
             if len(self.failed) > limit:
                 lines.append(f"  ... and {len(self.failed) - limit} more")
+        for warning in list(self.blank.values())[:limit]:
+            lines.append(f"warning: {warning}")
+        if len(self.blank) > limit:
+            lines.append(f"warning: ... and {len(self.blank) - limit} more blank thumbnails (index.json: blank)")
         # printable anywhere: a name from bytes that are not UTF-8 shows its \udcXX escapes (as index.json)
         return "\n".join(lines).encode("utf-8", "backslashreplace").decode("utf-8")
 
@@ -132,7 +140,7 @@ def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
     return {"thumbnail_version": THUMBNAIL_VERSION, "renderer_version": RENDERER_VERSION, "size": int(opts.size),
             "sequence": opts.sequence, "time": opts.time, "format": opts.format, "team": int(opts.team),
             "msaa": int(opts.msaa), "missing_textures": opts.missing_textures, "assets": assets,
-            **({"game": list(opts.game)} if opts.game else {})}
+            "camera": opts.camera, **({"game": list(opts.game)} if opts.game else {})}
 
 
 def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
@@ -227,12 +235,14 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
                      Progress(len(todo), enabled=progress, desc="thumbnails"), on_recorded=sheets.result)
             entries = _finish(found, out, opts, state)
             summary.failed = {e["id"]: e["error"] for e in entries if e["status"] != "done"}
+            summary.blank = {e["id"]: e["blank"] for e in entries if e["status"] == "done" and e.get("blank")}
             summary.sheets_written = sheets.finish(entries)
         except BaseException:
             sheets.close()
             raise
         doc = {"format": FORMAT, "options": {"size": int(opts.size), "sequence": opts.sequence, "time": opts.time,
-                                             "format": opts.format, "team": int(opts.team), "msaa": int(opts.msaa),
+                                             "camera": opts.camera, "format": opts.format, "team": int(opts.team),
+                                             "msaa": int(opts.msaa),
                                              "missing_textures": opts.missing_textures, "sheet": int(opts.sheet),
                                              "roots": [str(r) for r in root_folders],
                                              "assets": [str(a) for a in extra_assets]},

@@ -10,28 +10,26 @@ paths, not the output folder.
 Sequence choice (`choose_sequence`): the asked one (case-insensitive, ``renderer.anim.find_sequence``
 rules: "stand" also finds "Stand 1", a string of digits is an index) when the model has it; else
 Portrait when nothing was asked and the model has one; else Stand; else the first sequence; else
-none (bind pose). Time (`default_time`): the middle of the chosen sequence unless one was asked:
-on the corpus this shows particles and ribbons that have not spawned at the sequence start, and the
-same pose as the start for still models; 0 without a sequence.
+none (bind pose). Time and camera: the default look of farm.look (`default_time`, the middle of the
+chosen sequence, unless --time was asked; the ``fit`` camera unless --camera was), the same rule as
+`farm render` and `farm view`. A blank frame's entry carries farm.look.blank_warning's sentence
+(``blank``), which the summary prints.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import io
 
-import numpy as np
-from PIL import Image
-
+from farm.images import IMAGE_FORMATS, blank_reason, encode_image
+from farm.look import blank_warning, default_time
 from farm.plan.batches import Batch
 from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict, missing_names
 from renderer.anim import UnknownSequence, find_sequence
-from renderer.png import png_bytes
 
 __all__ = ["FORMATS", "THUMBNAIL", "ThumbnailKind", "choose_sequence", "default_time", "encode_image", "model_facts"]
 
-FORMATS = ("png", "webp")
+FORMATS = IMAGE_FORMATS  # --format: the farm's image formats (farm.images.encode_image)
 MAX_DIAGNOSTICS = 20  # listed per model in the index (the count is always complete)
 
 
@@ -59,14 +57,6 @@ def choose_sequence(model, asked: str | None) -> tuple[int | None, str]:
     return None, "none"
 
 
-def default_time(model, seq: int | None) -> int:
-    """The middle of the sequence, in ms from its start (0 without a sequence)."""
-    if seq is None:
-        return 0
-    start, end = model.sequences[seq].interval
-    return max(int(end) - int(start), 0) // 2
-
-
 def model_facts(model) -> dict:
     geosets = list(model.geosets)
     return {
@@ -78,18 +68,6 @@ def model_facts(model) -> dict:
         "triangles": int(sum(len(g.triangles) for g in geosets)),
         "sequences": [str(s.name) for s in model.sequences],
     }
-
-
-def encode_image(rgba, trace: dict, fmt: str) -> bytes:
-    """PNG with the trace in its text chunk, or lossless WebP (its trace goes in a JSON sidecar)."""
-    if fmt == "png":
-        return png_bytes(rgba, trace)
-    if fmt == "webp":
-        buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(buf, "WEBP", lossless=True, quality=80,
-                                                                          method=4, exact=True)
-        return buf.getvalue()
-    raise ValueError(f"thumbnail format must be one of {', '.join(FORMATS)}, not {fmt!r}")
 
 
 class ThumbnailKind(BatchKind):
@@ -125,8 +103,10 @@ class ThumbnailKind(BatchKind):
             if d not in diagnostics:
                 diagnostics.append(d)
         missing = missing_names(list(getattr(frame, "assets", []) or []))
-        facts = dict(work.facts, trace=frame.trace, diagnostics=diagnostics[:MAX_DIAGNOSTICS], missing=missing,
-                     assets=list(getattr(frame, "assets", []) or []),
+        reason = blank_reason(frame.rgba)
+        blank = None if reason is None else blank_warning(batch.model_rel, model, work.sequence, time_ms, reason)
+        facts = dict(work.facts, trace=frame.trace, blank=blank, diagnostics=diagnostics[:MAX_DIAGNOSTICS],
+                     missing=missing, assets=list(getattr(frame, "assets", []) or []),
                      diagnostic_count=len(diagnostics), bytes=len(data), image=base64.b64encode(data).decode("ascii"))
         return FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(), info=facts)
 

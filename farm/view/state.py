@@ -3,7 +3,9 @@ thin glfw shell that turns mouse and key events into calls on a `ViewState` and 
 `frame_spec()` renders. Tests drive the same calls (and `apply(event)` for script events).
 
 * Camera: an orbit around `target` (yaw about +Z, pitch from the XY plane, `distance`), fov 45
-  (renderer.camera.AUTO_FOV_DEG), up +Z; it starts at the model's auto camera. Left drag orbits
+  (renderer.camera.AUTO_FOV_DEG), up +Z; it starts at the default look's camera (farm.look: the
+  ``fit`` camera of the first frame, which the window's renderer resolves, `frame_default`; the
+  model's auto camera until then, and for users without GL). Left drag orbits
   (ORBIT_DEG_PER_PX), right drag pans (the target follows the cursor in the view plane), the wheel
   zooms (ZOOM_PER_CLICK a click). The frame always uses `camera_spec()`, the explicit
   `ex,ey,ez:tx,ty,tz` string (rounded to CAMERA_DECIMALS), so `farm render --camera` with the
@@ -11,9 +13,11 @@ thin glfw shell that turns mouse and key events into calls on a `ViewState` and 
 * Keys: `[` / `]` previous / next sequence, `1`..`9` sequence 0..8, `0` sequence 9; space play /
   pause; left / right scrub by SCRUB_MS (and pause); `t` next team colour (0..27); `b` next
   background (BACKGROUNDS); `w` wireframe; `m` missing-texture placeholder checker / white; `l`
-  model lights off / model; `r` the auto camera again; `s` save (the shell writes the frame);
+  model lights off / model; `r` the starting camera again; `s` save (the shell writes the frame);
   `q` / escape quit.
-* Time: `tick(ms)` advances a playing sequence, wrapping past its end.
+* Time: it starts at the default look's time (farm.look.default_time: the middle of the first
+  sequence); a newly selected sequence starts at 0. `tick(ms)` advances a playing sequence,
+  wrapping past its end.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import math
 import shlex
 from dataclasses import dataclass, field, replace
 
+from farm.look import DEFAULT_CAMERA, default_time, frame_camera
 from farm.settings import MAX_TEAM, RenderSettings, containing_root, default_game
 from renderer.camera import AUTO_FOV_DEG, resolve_camera
 from renderer.frame import FrameSpec
@@ -59,7 +64,7 @@ class ViewState:
     lights: str = "off"
     lighting: str = DEFAULT_LIGHTING
     assets: tuple = ()
-    home: tuple = field(default=(), repr=False)  # (target, yaw, pitch, distance) of the auto camera
+    home: tuple = field(default=(), repr=False)  # (target, yaw, pitch, distance) of the starting camera
     _play_ms: float = field(default=0.0, repr=False)  # sub-millisecond remainder of tick()
 
     # ---- construction -------------------------------------------------------------------------
@@ -67,12 +72,20 @@ class ViewState:
     def for_model(cls, model: Model, path: str, width: int = 512, height: int = 512, **kw) -> ViewState:
         names = tuple(str(s.name) for s in model.sequences)
         lengths = tuple(max(int(s.interval[1]) - int(s.interval[0]), 0) for s in model.sequences)
+        seq = 0 if names else None
         state = cls(model=str(path), sequences=names, lengths=lengths, width=width, height=height,
-                    sequence=0 if names else None, **kw)
+                    sequence=seq, time_ms=default_time(model, seq), **kw)
         cam = resolve_camera("auto", model, state.sequence, width / height)
         state.look(cam.eye, cam.target)
         state.home = (state.target, state.yaw, state.pitch, state.distance)
         return state
+
+    def frame_default(self, renderer, model: Model) -> None:
+        """Point the camera, and its home (`r`), at the default look's camera for this frame (farm.look:
+        ``fit`` frames what this frame draws, so `renderer` resolves it from the frame's pose and effects)."""
+        spec = replace(self.frame_spec(), camera=DEFAULT_CAMERA, wireframe=False)
+        self.look(*frame_camera(renderer, model, spec))
+        self.home = (self.target, self.yaw, self.pitch, self.distance)
 
     def look(self, eye, target) -> None:
         """Point the orbit camera from `eye` at `target`."""

@@ -39,6 +39,7 @@ class ViewWindow:
         self.saved: list[tuple[Path, str]] = []  # (png, the farm render command line)
         self.renderer = Renderer(backend)
         self.renderer.context  # noqa: B018 - create the EGL context first: it binds PyOpenGL's platform
+        state.frame_default(self.renderer, model)  # start at the default look (farm.look: the fit camera)
         self._button = None
         self._cursor = None
         self._frame = None
