@@ -144,7 +144,7 @@ def test_bad_team_and_outputs_are_one_sentence(models, tmp_path, capsys):
     folder.mkdir()
     assert main(["render", crate, "-o", str(folder), "--size", "16x16"]) == 2
     err = capsys.readouterr().err
-    assert err == f"error: {folder}: Is a directory\n", err
+    assert err == f"error: {folder}: is a folder; name a file to write\n", err
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o500)
