@@ -263,15 +263,20 @@ def cmd_goldens(args) -> int:
     traces = index.traces()
     envs = sorted(e for e in index.envs() if e != G.GENERIC)
     missing = index.missing_images()
+    marked = index.marked()
     if args.json:
         print(json.dumps({"goldens": str(folder), "traces": len(traces), "lines": len(index.entries),
-                          "approved_images": len(index.referenced_images()),
+                          "approved_images": len(index.referenced_images()), "marked": marked,
                           "environments": envs, "missing_images": [str(index.image_path(d)) for d in missing],
                           "decisions": _log_rows(index)[-args.limit:] if args.limit else []},
                          indent=2, sort_keys=True))
         return 1 if missing else 0
     print(f"{folder}: {len(traces)} traces, {len(index.entries)} lines, {len(index.referenced_images())} approved"
           f" images, {sum(len(e['rejected']) for e in index.entries.values())} rejected digests")
+    if marked:
+        n_missing, n_blank = sum(1 for m in marked if m["missing"]), sum(1 for m in marked if m["blank"])
+        print(f"  {len(marked)} approved image(s) marked: {n_missing} drawn with placeholders for missing assets,"
+              f" {n_blank} blank (they show what was drawn then; `farm goldens --json` lists them)")
     for e in envs:
         print(f"  environment-specific goldens for: {e}")
     for d in missing:

@@ -6,11 +6,10 @@ import contextlib
 import datetime as _dt
 import json
 import os
-import shlex
 import sys
 from pathlib import Path
 
-from farm import goldens as G
+from farm.cli.bootstrap import UPDATE_MODES, bootstrap_command, bootstrap_hint, update_goldens
 from farm.cli.common import (
     RUN_HELP,
     UsageError,
@@ -51,37 +50,6 @@ EXAMPLES = {
 }
 
 
-UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
-
-
-def bootstrap_command(job, folder: Path | None) -> str:
-    """The command that renders the manifest again and approves its new traces (a first run)."""
-    manifest = job.data.get("manifest") or "MANIFEST"
-    parts = ["farm", "run", shell_path(manifest), "--update-goldens=new"]
-    if folder is not None and folder != Path(manifest).parent / "goldens":
-        parts += ["--goldens", shell_path(folder)]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
-def _update_goldens(job, folder: Path, mode: str, results: dict, allow_blank: bool = False,
-                    allow_missing: bool = False) -> dict | None:
-    """Approve what --update-goldens=MODE names (the images this run stored); the decision record."""
-    wanted = UPDATE_MODES[mode]
-    keys = [k for k, t in results["traces"].items()
-            if (wanted is None and t["status"] != "error") or (wanted is not None and t["status"] in wanted)]
-    if not keys:
-        print(f"--update-goldens={mode}: nothing to approve")
-        return None
-    rec, skipped = G.approve(folder, job, keys, by=G.default_user(None), allow_blank=allow_blank,
-                             allow_missing=allow_missing)
-    for s in skipped:
-        print(f"skipped: {s}", file=sys.stderr)
-    if rec is not None:
-        print(f"--update-goldens={mode}: {len(rec['changes'])} trace(s) approved in {folder} (decision"
-              f" #{rec['id']}; undo with: farm approve --undo {rec['id']} --goldens {shell_path(folder)})")
-    return rec
-
-
 def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
                  required: bool = False, update: str | None = None, allow_blank: bool = False,
                  allow_missing: bool = False, image_base: str | None = None,
@@ -93,19 +61,25 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
     goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
     try:
         folder = goldens_dir(explicit_goldens, job, required=required)
+        created = Path(job.data.get("manifest") or ".").parent / "goldens"  # what --update-goldens creates
         if folder is None and update:
-            folder = Path(job.data.get("manifest") or ".").parent / "goldens"
-        if folder is None:
+            folder = created
+        if folder is None:  # what each frame shows (placeholders, blank) names the bootstrap's flags
+            try:
+                first = compare_run(job, created, write=False)
+            except OSError:  # `goldens` is not a folder: the command without the flags, as before
+                first = None
             print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
-                  f" frames the goldens after looking at them: {bootstrap_command(job, None)}")
+                  f" frames the goldens after looking at them: {bootstrap_command(job, None, first)}"
+                  f"{bootstrap_hint(first)}")
             return None, None, None
         results = compare_run(job, folder, allow_new=allow_new)
         if update:
-            if _update_goldens(job, folder, update, results, allow_blank, allow_missing) is not None:
+            if update_goldens(job, folder, update, results, allow_blank, allow_missing) is not None:
                 results = compare_run(job, folder, allow_new=allow_new)
         elif results["counts"].get("new") == results["counts"]["total"] and results["counts"]["total"]:
             print(f"first run against {folder}: every trace is new. After a look at the frames, approve them"
-                  f" with: {bootstrap_command(job, folder)}")
+                  f" with: {bootstrap_command(job, folder, results)}{bootstrap_hint(results)}")
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2, None, None
@@ -280,9 +254,11 @@ def add_run_options(s) -> None:
                    help="after comparing, approve the traces that are new (default), failed, or all of them, as the"
                         " goldens (creates <manifest folder>/goldens when there are none); e.g. the first run:"
                         " farm run job.toml --update-goldens")
-    g.add_argument("--allow-blank", action="store_true", help="with --update-goldens: approve blank frames too")
+    g.add_argument("--allow-blank", action="store_true", help="with --update-goldens: approve blank frames too"
+                                                             " (marked as blank in the goldens and reports)")
     g.add_argument("--allow-missing", action="store_true", help="with --update-goldens: approve frames that drew"
-                                                               " placeholders for missing assets too")
+                                                               " placeholders for missing assets too (marked with"
+                                                               " those assets in the goldens and reports)")
     add_summary_args(g)
 
 

@@ -55,6 +55,7 @@ __all__ = [
     "FORMAT",
     "compare_run",
     "diff_runs",
+    "golden_note",
     "load_results",
     "results_for",
     "verdict",
@@ -151,10 +152,41 @@ def _write_heatmaps(job, res: dict, new: np.ndarray, old: np.ndarray, cmp: Compa
 def _golden_info(golden: Mapping, scope: str, scope_env: str, index: GoldenIndex) -> dict:
     return {"digest": golden["digest"], "png": golden.get("png"), "scope": scope, "scope_env": scope_env,
             "by": golden.get("by"), "at": golden.get("at"), "run": golden.get("run"),
-            "env": env_key(golden.get("gl")), "path": str(index.image_path(golden["png"]))}
+            "env": env_key(golden.get("gl")), "path": str(index.image_path(golden["png"])),
+            "missing": list(golden.get("missing") or []), "blank": golden.get("blank") or None}
+
+
+def golden_note(golden: Mapping | None) -> str | None:
+    """The sentence every report shows for a trace whose golden was approved drawn with
+    placeholders for missing assets or blank (farm.goldens.decisions.golden_marks); else None."""
+    if not golden:
+        return None
+    parts = []
+    if golden.get("missing"):
+        parts.append(f"golden drawn with placeholders: {', '.join(golden['missing'])} missing")
+    if golden.get("blank"):
+        parts.append(f"golden is a blank frame ({golden['blank']})")
+    return "; ".join(parts) or None
+
+
+def _mark_golden(res: dict) -> None:
+    """Carry the golden's marks as the trace's `golden_note`; a frame that now differs from a golden
+    drawn with placeholders says which of those assets it found."""
+    res["golden_note"] = golden_note(res.get("golden"))
+    if res["golden_note"] and res["status"] == "fail" and res["golden"].get("missing"):
+        found = [a for a in res["golden"]["missing"] if a not in res["missing"]]
+        if found:
+            res["reason"] += (f" Its golden was drawn with placeholders for {', '.join(found)}, which this frame"
+                              f" found: approve this frame once it looks right.")
 
 
 def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) -> dict:
+    res = _match_trace(job, index, key, t, heatmaps)
+    _mark_golden(res)
+    return res
+
+
+def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) -> dict:
     res = _trace_base(key, t)
     frame, error = _load_frame(job.store, t)
     if frame is None:
@@ -270,11 +302,31 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
                               all_new_allowed) else "pass")
     for cause, error in dict.fromkeys((t["cause"], t.get("error")) for t in traces if t.get("cause") in CAUSE_HINTS):
         problems.append(f"{error}; {CAUSE_HINTS[cause]}")
+    marked = marked_note(results)
+    if marked:
+        notes.append(marked)
     results["counts"] = counts
     results["compared"] = compared
     results["problems"] = problems
     results["notes"] = notes
     return results
+
+
+def marked_note(results: Mapping) -> str | None:
+    """One sentence for the traces compared with a golden drawn with placeholders or blank: counts by
+    reason, a few models, where the full list is (None when there are none)."""
+    marked = [t for t in results["traces"].values() if golden_note(t.get("golden"))]
+    if not marked:
+        return None
+    missing = sum(1 for t in marked if t["golden"].get("missing"))
+    blank = sum(1 for t in marked if t["golden"].get("blank"))
+    why = ", ".join(x for x in (f"{missing} drawn with placeholders for missing assets" if missing else "",
+                                f"{blank} blank" if blank else "") if x)
+    models = list(dict.fromkeys(t.get("model") or t["key"] for t in marked))
+    shown = ", ".join(models[:3]) + (f" and {len(models) - 3} more model(s)" if len(models) > 3 else "")
+    return (f"{len(marked)} trace(s) compared with goldens approved as drawn with placeholders or blank ({why};"
+            f" e.g. {shown}): such a golden is what was drawn then, not the model as meant; `farm goldens --json`"
+            f" lists them")
 
 
 def _sort_traces(traces: dict) -> dict:

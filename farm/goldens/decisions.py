@@ -17,8 +17,8 @@ from pathlib import Path
 from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
 from farm.images import blank_reason, image_digest, read_png
 
-__all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "matches", "prune", "redo",
-           "redo_target", "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
+__all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "golden_marks", "matches", "prune",
+           "redo", "redo_target", "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
 
 
 @dataclass
@@ -37,6 +37,18 @@ class Candidate:
     @property
     def env(self) -> str:
         return env_key(self.gl)
+
+
+def golden_marks(c: Candidate) -> dict:
+    """What an approval record keeps about a frame that did not draw the model as it is meant to
+    look: the assets it drew placeholders for (``missing``) and why it is blank (``blank``); {} for
+    a frame without either (its record is as before)."""
+    marks: dict = {}
+    if c.missing:
+        marks["missing"] = list(c.missing)
+    if c.blank:
+        marks["blank"] = c.blank
+    return marks
 
 
 def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]]:
@@ -153,7 +165,9 @@ def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: b
     leaves the scope's rejected list. A blank frame (farm.images.blank_reason: fully transparent,
     or every pixel one value; most likely nothing was drawn) is skipped unless `allow_blank`, and a
     frame that drew placeholders for missing assets (a checker where a texture should be) unless
-    `allow_missing`, so neither becomes a golden by accident.
+    `allow_missing`, so neither becomes a golden by accident; one that is approved stays marked in
+    its approval record (`golden_marks`: ``"missing": [asset names]``, ``"blank": reason``), so every
+    later comparison says its golden was drawn that way.
     Returns the log record (None when nothing changed) and sentences for traces that were skipped.
     """
     def refuse(c: Candidate) -> str | None:
@@ -170,7 +184,7 @@ def approve(root: str | Path, job, keys: Iterable[str], *, by: str, env_scope: b
         approved = entry["approved"]
         old = next((a for a in approved if a["digest"] == c.digest), None)
         record = old or {"digest": c.digest, "png": c.png, "size": list(c.size), "by": by, "at": now(),
-                         "run": job.id, "gl": c.gl or {}}
+                         "run": job.id, "gl": c.gl or {}, **golden_marks(c)}
         if add:
             if old is None:
                 approved.append(record)

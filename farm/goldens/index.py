@@ -26,7 +26,11 @@ object per line, sorted by trace key, the generic scope first::
      "size": [128, 128], "by": ..., "at": ..., "run": ..., "gl": {...}}], "rejected": [{"digest": ...,
      "by": ..., "at": ..., "run": ..., "reason": ...}]}
 
-Keys are always written in that order, so a change to one trace is a one-line diff.
+Keys are always written in that order, so a change to one trace is a one-line diff. An approval
+of a frame that drew placeholders for missing assets, or of a blank one (approved only when asked:
+farm.goldens.decisions.approve), also has ``"missing": [asset names]`` and/or ``"blank": reason``
+after ``gl``; lines without them (all lines written before) mean a frame drawn as it should be.
+`GoldenIndex.marked` lists such goldens.
 
 **Environments.** `env_key(gl)` names a GL environment by what makes llvmpipe and GPU output
 differ: GL_RENDERER (for llvmpipe it includes the LLVM version and vector width), the driver and its
@@ -94,7 +98,7 @@ LOG_NAME = "approvals.jsonl"
 IMAGES_DIR = "images"
 _log = logging.getLogger("farm.goldens")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_APPROVAL_KEYS = ("digest", "png", "size", "by", "at", "run", "gl")
+_APPROVAL_KEYS = ("digest", "png", "size", "by", "at", "run", "gl", "missing", "blank")
 _REJECTION_KEYS = ("digest", "png", "by", "at", "run", "reason")
 
 
@@ -203,6 +207,11 @@ def _check_entry(obj, where: str) -> dict:
             if name == "approved" and not _HEX64.fullmatch(str(item.get("png", ""))):
                 raise GoldenError(f"{where}: {name}[{i}] needs 'png' (the image file's sha256), 64 lowercase"
                                   f" hex digits")
+            missing, blank = item.get("missing", []), item.get("blank", "")
+            if not isinstance(missing, list) or not all(isinstance(m, str) for m in missing):
+                raise GoldenError(f"{where}: {name}[{i}]: 'missing' must be a list of asset names")
+            if not isinstance(blank, str):
+                raise GoldenError(f"{where}: {name}[{i}]: 'blank' must be a string (why the frame is blank)")
     return obj
 
 
@@ -341,6 +350,17 @@ class GoldenIndex:
     def referenced_images(self) -> set[str]:
         """The `png` names of every approved image."""
         return {a["png"] for e in self.entries.values() for a in e.get("approved", [])}
+
+    def marked(self) -> list[dict]:
+        """The approved images drawn with placeholders for missing assets or blank, sorted by trace:
+        ``{"trace", "env", "digest", "run", "missing": [...], "blank": reason | None}``."""
+        out = []
+        for key in sorted(self.entries, key=_sort_key):
+            for a in self.entries[key].get("approved", []):
+                if a.get("missing") or a.get("blank"):
+                    out.append({"trace": key[0], "env": key[1], "digest": a["digest"], "run": a.get("run"),
+                                "missing": list(a.get("missing") or []), "blank": a.get("blank") or None})
+        return out
 
     def missing_images(self) -> list[str]:
         return sorted(d for d in self.referenced_images() if not self.image_path(d).is_file())

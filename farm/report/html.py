@@ -136,7 +136,8 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             "metrics": metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
             and t["status"] != "error", "blank": t.get("blank"),
-            "missing": list(t.get("missing") or []), "collapsed": group_of(t["status"]) == "passed",
+            "missing": list(t.get("missing") or []), "golden_note": t.get("golden_note"),
+            "collapsed": group_of(t["status"]) == "passed",
             **compact_cells(t),
         })
     return views

@@ -143,6 +143,8 @@ def junit_xml(results: dict, views: list[dict] | None = None, out_dir: str | Pat
         lines = [json.dumps(out, sort_keys=True, ensure_ascii=False)]
         if t.get("missing"):
             lines.append(f"missing assets (drawn as placeholders): {', '.join(t['missing'])}")
+        if t.get("golden_note"):
+            lines.append(t["golden_note"])
         v = by_key.get(t["key"])
         if v is not None and out_dir is not None and t["status"] not in PASSING:
             for src in (v.get("new_src"), v.get("golden_src"), v.get("diff_src")):
