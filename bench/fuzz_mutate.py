@@ -21,6 +21,8 @@ import random
 import re
 import struct
 
+import numpy as np
+
 # file suffix -> (kind, byte order): what the harness does with it and how its numbers are stored
 KINDS = {
     ".mdx": ("model", "<"), ".mdl": ("mdl", "<"), ".model": ("model", ">"), ".gbxmodel": ("model", ">"),
@@ -113,11 +115,12 @@ def _mdx_chunks(b: bytearray, rng: random.Random) -> None:
 
 def _likely_count(b: bytearray, order: str, rng: random.Random) -> None:
     """A small non-zero aligned u32 (probably a count, a size or an index) made huge."""
-    for _ in range(16):
-        at = rng.randrange(max(1, len(b) - 3)) & ~3
-        if at + 4 <= len(b) and 0 < int.from_bytes(b[at:at + 4], "little" if order == "<" else "big") <= 4096:
-            _put(b, at, 4, order, rng.choice(HUGE_U32))
-            return
+    words = np.frombuffer(bytes(b[:len(b) // 4 * 4]), order + "u4")
+    candidates = np.flatnonzero((words > 0) & (words <= 4096))
+    if len(candidates):
+        _put(b, 4 * int(candidates[rng.randrange(len(candidates))]), 4, order, rng.choice(HUGE_U32))
+    elif len(b) >= 4:
+        _put(b, rng.randrange(len(b) - 3) & ~3, 4, order, rng.choice(HUGE_U32))
 
 
 def _structured(data: bytes, suffix: str, order: str, rng: random.Random) -> bytes:
