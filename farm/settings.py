@@ -404,8 +404,8 @@ FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("FARM_BROKER_URL", "Celery broker: set, batches go to Celery workers; unset or 'local': a local process"
                         " pool", "farm.toml broker, else local"),
     ("FARM_USER", "who approves and rejects (the golden log)", "git user.name <user.email>, else $USER"),
-    ("FARM_SERVE_TOKEN", "farm serve: the token every request needs when it binds beyond loopback (--host"
-                         " 0.0.0.0 in a container); open the page with ?token=...", "-"),
+    ("FARM_SERVE_TOKEN", "farm serve: when set, the token every request needs, on any bind (required to bind"
+                         " beyond loopback, --host 0.0.0.0 in a container); open the page with ?token=...", "-"),
     ("FARM_PROGRESS_EVERY", "seconds between progress lines when stderr is not a terminal (CI)", "10"),
     ("FARM_RESULT_BACKEND", "Celery result backend (progress states, batch results)", "the broker URL"),
     ("FARM_QUEUE", "Celery queue the batches go to and workers consume", "farm"),

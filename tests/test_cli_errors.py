@@ -143,3 +143,13 @@ def test_thumbnails_on_a_full_disk_is_one_sentence_naming_the_path(project):
     finally:
         _umount(full)
     shutil.rmtree(full, ignore_errors=True)
+
+
+def test_every_integer_variable_is_listed_and_checked_before_a_command_starts(tmp_path):
+    from farm.settings import FARM_VARIABLES, INT_BOUNDS, SettingError, check_environment
+
+    assert set(INT_BOUNDS) <= {n for n, _, _ in FARM_VARIABLES}
+    with pytest.raises(SettingError, match="FARM_NIGHTLY_MINUTE must be from 0 to 59, not 60"):
+        check_environment({"FARM_NIGHTLY_MINUTE": "60"})
+    r = farm("goldens", "--goldens", tmp_path / "g", cwd=tmp_path, FARM_MAX_DELIVERIES="0")
+    one_sentence(r, "FARM_MAX_DELIVERIES", ">= 1", "0")

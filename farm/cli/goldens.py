@@ -422,7 +422,8 @@ def add_parsers(sub) -> None:
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
     s.add_argument("--port", type=port_arg, default=8765, help="port (default 8765; 0: any free port)")
-    s.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    s.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1; any other"
+                                                        " address only with FARM_SERVE_TOKEN)")
     s.add_argument("--by", help="who approves (default: $FARM_USER, git user.name/email, $USER)")
     s.add_argument("--allow-new", action="store_true", help="traces without a golden do not fail")
     s.add_argument("--open", action="store_true", help="open the page in a browser")

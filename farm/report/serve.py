@@ -15,20 +15,28 @@ farm.report.model.counts_view) so the page refreshes its counts, and rewrites th
 reload shows the new state. A decision approves the bytes the run stored, the very image on the
 page; a blank frame only with ``"allow_blank": true`` (as --allow-blank).
 
-Robustness: a request line with a NUL byte is a 400; every connection has a read timeout
-(`READ_TIMEOUT`), so a POST whose body is shorter than its Content-Length gets a 400 instead of
-holding a handler thread forever; the temporary report folder is removed when the server stops
-(Ctrl-C, SIGTERM) and when it cannot start (the port is taken).
+Robustness: a request line with a NUL byte is a 400; a JSON body is at most `MAX_BODY` bytes and
+`MAX_DEPTH` levels deep (checked before it is parsed: a 400, never a RecursionError); tokens are
+compared as bytes (`hmac.compare_digest`), so a non-ASCII one is simply wrong. At most
+`MAX_CONNECTIONS` connections have a handler thread at a time (`LimitedServer`): a client gets
+`READ_TIMEOUT` seconds in all to send its request (line, headers, body; again between the requests
+of a kept-alive connection), then it is dropped, and when every slot is taken a new connection
+drops the connection that has waited longest for its client's bytes, so slow clients (slowloris)
+can neither pile up threads nor keep a quick request out. The temporary report folder is removed
+when the server stops (Ctrl-C, SIGTERM) and when it cannot start (the port is taken).
 
 Only this machine can reach it: the server binds 127.0.0.1 (or another loopback address given
 with --host), answers only requests whose Host header names that address or ``localhost``
-(DNS rebinding), and takes a POST only with the page's random token in an ``X-Farm-Token``
-header (another web page the browser has open cannot set it without a CORS preflight, which this
-server never grants).
+(DNS rebinding), and takes a POST only with the page's token in an ``X-Farm-Token`` header
+(another web page the browser has open cannot set it without a CORS preflight, which this server
+never grants). The token is random per start, or FARM_SERVE_TOKEN when that is set: then, on any
+bind (loopback too), every request needs it, pages included (the link's ``?token=`` once, then an
+HttpOnly cookie), because the page carries the token for its POSTs.
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import json
 import mimetypes
@@ -36,9 +44,12 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
+import time
+from collections import OrderedDict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,11 +60,53 @@ from farm.compare.runs import compare_run, results_for
 from farm.compare.status import LABELS
 from farm.report.html import write_report
 from farm.report.model import counts_view
+from farm.settings import SettingError
 
-__all__ = ["ReportServer", "serve"]
+__all__ = ["LimitedServer", "ReportServer", "make_server", "serve", "serve_token"]
 
 MAX_BODY = 64 * 1024
+MAX_DEPTH = 32  # nesting of a JSON body (the endpoints take flat objects; json.loads recurses per level)
 READ_TIMEOUT = 10.0  # seconds a connection may take to send its request (line, headers, body)
+MAX_CONNECTIONS = 32  # connections with a handler thread at a time
+
+
+def same_token(given: str, token: str) -> bool:
+    """Constant-time comparison of a token as bytes: any text (a non-ASCII header) is just wrong."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass"))
+
+
+def serve_token(environ=None) -> str | None:
+    """FARM_SERVE_TOKEN, checked: it travels in a header and a cookie, so printable ASCII without
+    spaces, quotes, ',', ';' or '\\' (a SettingError naming the variable, never the value)."""
+    env = os.environ if environ is None else environ
+    token = env.get("FARM_SERVE_TOKEN") or None
+    if token is not None and not all(33 <= ord(c) <= 126 and c not in "\"',;\\" for c in token):
+        raise SettingError(f"FARM_SERVE_TOKEN must be printable ASCII without spaces, quotes, ',', ';' or '\\'"
+                           f" (it is sent as a header and a cookie); the one set has {len(token)} character(s)"
+                           f" and is not")
+    return token
+
+
+def json_too_deep(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """True when `raw` (JSON text) nests arrays/objects deeper than `limit` (strings skipped)."""
+    depth, in_str, escaped = 0, False, False
+    for b in raw:
+        if in_str:
+            if escaped:
+                escaped = False
+            elif b == 0x5C:  # backslash
+                escaped = True
+            elif b == 0x22:
+                in_str = False
+        elif b == 0x22:
+            in_str = True
+        elif b in (0x5B, 0x7B):
+            depth += 1
+            if depth > limit:
+                return True
+        elif b in (0x5D, 0x7D):
+            depth -= 1
+    return False
 
 
 class ReportServer:
@@ -178,9 +231,10 @@ class ReportServer:
 TOKEN_COOKIE = "farm_token"
 
 
-def _handler(state: ReportServer, allowed_hosts: set[str] | None):
-    """`allowed_hosts` None: served beyond loopback (a container's interface), where every request
-    must carry the token (the ?token= of the link once, then an HttpOnly cookie) instead."""
+def _handler(state: ReportServer, allowed_hosts: set[str] | None, guarded: bool):
+    """`allowed_hosts` None: served beyond loopback (a container's interface; a port mapping changes
+    the Host), else the Host names a request must carry. `guarded` (FARM_SERVE_TOKEN is set): every
+    request must carry the token (the ?token= of the link once, then an HttpOnly cookie), pages too."""
     class Handler(BaseHTTPRequestHandler):
         server_version = "modelfarm"
         protocol_version = "HTTP/1.1"
@@ -189,6 +243,16 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None):
         def log_message(self, fmt, *args):  # quiet: one line per decision is printed instead
             pass
 
+        def handle_one_request(self):
+            self.server.waiting(self.connection)  # the client's turn to send: READ_TIMEOUT in all
+            super().handle_one_request()
+
+        def parse_request(self) -> bool:
+            ok = super().parse_request()
+            if ok and self.command != "POST":
+                self.server.working(self.connection)  # the whole request is in: no client deadline
+            return ok
+
         def _host_ok(self) -> bool:
             if allowed_hosts is None:
                 return True  # the token guards every request instead (a port mapping changes the Host)
@@ -196,11 +260,11 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None):
             return host in allowed_hosts
 
         def _token_ok(self) -> bool:
-            if allowed_hosts is not None:
-                return True  # loopback: pages are open, decisions need the page's token (below)
+            if not guarded:
+                return True  # a random token: pages are open, decisions need the page's token (below)
             cookies = dict(c.strip().split("=", 1) for c in (self.headers.get("Cookie") or "").split(";") if "=" in c)
             given = self.headers.get("X-Farm-Token") or cookies.get(TOKEN_COOKIE, "")
-            return secrets.compare_digest(given, state.token)
+            return same_token(given, state.token)
 
         def _send(self, code: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
             self.send_response(code)
@@ -228,9 +292,9 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None):
             path = unquote(parts.path)
             if "\x00" in path:
                 return self._send(HTTPStatus.BAD_REQUEST, b"bad path\n", "text/plain")
-            if allowed_hosts is None:
+            if guarded:
                 query = dict(q.split("=", 1) for q in parts.query.split("&") if "=" in q)
-                if secrets.compare_digest(unquote(query.get("token", "")), state.token):
+                if same_token(unquote(query.get("token", "")), state.token):
                     return self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {
                         "Location": parts.path or "/",
                         "Set-Cookie": f"{TOKEN_COOKIE}={state.token}; HttpOnly; SameSite=Strict; Path=/"})
@@ -255,7 +319,7 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None):
         def do_POST(self):  # noqa: N802
             if not self._host_ok():
                 return self._json(HTTPStatus.MISDIRECTED_REQUEST, {"ok": False, "message": "wrong Host"})
-            if not secrets.compare_digest(self.headers.get("X-Farm-Token", ""), state.token):
+            if not same_token(self.headers.get("X-Farm-Token", ""), state.token):
                 return self._json(HTTPStatus.FORBIDDEN, {"ok": False, "message": "missing or wrong X-Farm-Token"})
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 return self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"ok": False, "message": "send JSON"})
@@ -273,6 +337,10 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None):
                 self.close_connection = True
                 return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "the body is shorter than its"
                                                                                    " Content-Length"})
+            self.server.working(self.connection)
+            if json_too_deep(raw):
+                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": f"bad JSON: nested deeper than"
+                                                                                   f" {MAX_DEPTH} levels"})
             try:
                 body = json.loads(raw or b"{}")
                 if not isinstance(body, dict):
@@ -326,50 +394,127 @@ def is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
+class LimitedServer(ThreadingHTTPServer):
+    """A threading HTTP server with at most `max_connections` handler threads (see the module
+    docstring): a connection waiting for its client's bytes longer than `read_timeout` is shut
+    down, and a new connection when every slot is taken shuts down the one that has waited
+    longest, so it gets a slot at once (a quick request is answered while slow clients queue)."""
+
+    daemon_threads = True
+    request_queue_size = 128
+    max_connections = MAX_CONNECTIONS
+    read_timeout = READ_TIMEOUT
+
+    def __init__(self, *args, **kwargs):
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+        self._waiting: OrderedDict[socket.socket, float] = OrderedDict()  # connection -> its deadline
+        self._watch = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def waiting(self, conn: socket.socket) -> None:
+        with self._watch:
+            self._waiting.pop(conn, None)
+            self._waiting[conn] = time.monotonic() + self.read_timeout
+
+    def working(self, conn: socket.socket) -> None:
+        with self._watch:
+            self._waiting.pop(conn, None)
+
+    def _drop(self, conn: socket.socket) -> None:
+        """Wake the handler thread blocked on `conn` (its read sees the end) so it finishes."""
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _drop_late(self) -> None:
+        now = time.monotonic()
+        with self._watch:
+            late = [c for c, deadline in self._waiting.items() if deadline <= now]
+            for c in late:
+                del self._waiting[c]
+        for c in late:
+            self._drop(c)
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away or was dropped (its socket shut down mid-answer) is no error."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
+    def service_actions(self) -> None:  # serve_forever calls it every poll_interval
+        super().service_actions()
+        self._drop_late()
+
+    def process_request(self, request, client_address) -> None:
+        self._drop_late()
+        if not self._slots.acquire(blocking=False):
+            with self._watch:
+                oldest = next(iter(self._waiting), None)
+                if oldest is not None:
+                    del self._waiting[oldest]
+            if oldest is not None:
+                self._drop(oldest)
+            if not self._slots.acquire(timeout=self.read_timeout):  # every slot busy working: refuse
+                self.shutdown_request(request)
+                return
+        try:
+            self.waiting(request)
+            super().process_request(request, client_address)  # a thread for it (ThreadingMixIn)
+        except BaseException:
+            self.working(request)
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.working(request)
+            self._slots.release()
+
+
+class _LimitedServerV6(LimitedServer):
+    address_family = socket.AF_INET6
+
+
 def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0, *,
-                remote_token: str | None = None) -> ThreadingHTTPServer:
-    """A server for `state` on host:port. Loopback: Host headers are checked and decisions need the
-    page's token. Any other address (a container's interface) only with `remote_token`
-    (FARM_SERVE_TOKEN), which then guards every request, pages included."""
+                token: str | None = None, remote_token: str | None = None) -> LimitedServer:
+    """A server for `state` on host:port. `token` (FARM_SERVE_TOKEN; `remote_token` is the same)
+    must be the state's token and then guards every request, pages included, on any bind. Loopback:
+    Host headers are checked, and without `token` decisions need the page's random token. Any other
+    address (a container's interface) only with `token`."""
+    token = token or remote_token
     remote = not is_loopback(host)
-    if remote and not remote_token:
+    if remote and not token:
         raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
                          f" change the golden index")
-    if remote and remote_token != state.token:
-        raise ValueError("the server's token must be FARM_SERVE_TOKEN when it binds beyond loopback")
+    if token and token != state.token:
+        raise ValueError("the server's token must be FARM_SERVE_TOKEN when it is set")
     bind = "127.0.0.1" if host == "localhost" else host
-    server_cls = ThreadingHTTPServer
-    if ":" in bind:
-        import socket
-
-        class V6(ThreadingHTTPServer):
-            address_family = socket.AF_INET6
-
-        server_cls = V6
-    server = server_cls((bind, port), _handler(state, set()))
+    server = (_LimitedServerV6 if ":" in bind else LimitedServer)((bind, port), _handler(state, set(), bool(token)))
     if remote:
-        server.RequestHandlerClass = _handler(state, None)
-        server.daemon_threads = True
+        server.RequestHandlerClass = _handler(state, None, True)
         return server
     real_port = server.server_address[1]
     names = {bind, "localhost", "127.0.0.1", f"[{bind}]"}
     allowed = {f"{n}:{real_port}" for n in names} | names
-    server.RequestHandlerClass = _handler(state, allowed)
-    server.daemon_threads = True
+    server.RequestHandlerClass = _handler(state, allowed, bool(token))
     return server
 
 
 def serve(job, goldens: str | Path, *, host: str = "127.0.0.1", port: int = 8765, by: str | None = None,
           allow_new: bool = False, ready=None) -> None:
     """Serve until interrupted. `ready(url)` is called once the server listens. Beyond loopback
-    (`--host 0.0.0.0` in a container) only with FARM_SERVE_TOKEN, which every request must carry."""
-    token = os.environ.get("FARM_SERVE_TOKEN") or None
+    (`--host 0.0.0.0` in a container) only with FARM_SERVE_TOKEN; when it is set, on any bind, every
+    request must carry it."""
+    token = serve_token()
     if not is_loopback(host) and not token:
         raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
                          f" change the golden index")
-    state = ReportServer(job, goldens, by=by, allow_new=allow_new, token=token if not is_loopback(host) else None)
+    state = ReportServer(job, goldens, by=by, allow_new=allow_new, token=token)
     try:
-        server = make_server(state, host, port, remote_token=state.token if not is_loopback(host) else None)
+        server = make_server(state, host, port, token=token)
     except BaseException:  # the port is taken (OSError), not loopback (ValueError): no temp folder left
         state.close()
         raise
