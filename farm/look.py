@@ -49,11 +49,13 @@ def frame_camera(renderer, model, spec) -> tuple[tuple, tuple]:
     return tuple(cam["eye"]), tuple(cam["target"])
 
 
-def blank_warning(name: str, model, seq: int | None, time_ms: int, reason: str) -> str:
-    """One sentence for a blank frame: the model, the sequence and time, why, and what to try."""
+def blank_warning(name: str, model, seq: int | None, time_ms: int, reason: str, path: str | None = None) -> str:
+    """One sentence for a blank frame: the model (`name`; `path`, when it differs, is what `farm inspect`
+    takes), the sequence and time, why, and what to try."""
+    inspect = f"farm inspect {path or name}"
     if seq is None:
         return (f"{name}: the frame at {time_ms} ms (no sequence: the bind pose) is blank ({reason}); the model has"
-                f" no sequences, so no --time or --sequence draws more: farm inspect {name} shows what it holds")
+                f" no sequences, so no --time or --sequence draws more: {inspect} shows what it holds")
     seq_name = str(model.sequences[seq].name)
     middle = default_time(model, seq)
     if time_ms != middle:
@@ -66,7 +68,7 @@ def blank_warning(name: str, model, seq: int | None, time_ms: int, reason: str) 
     elif len(model.sequences) <= MAX_LISTED_SEQUENCES:
         seq_hint = f" or another --sequence ({', '.join(others)})"
     else:
-        seq_hint = f" or another --sequence ({len(model.sequences)} sequences: farm inspect {name} lists them)"
+        seq_hint = f" or another --sequence ({len(model.sequences)} sequences: {inspect} lists them)"
     return (f"{name}: the frame at {time_ms} ms of sequence {seq} {seq_name!r} is blank ({reason}): nothing is drawn"
             f" then; try {time_hint}{seq_hint}")
 

@@ -191,3 +191,8 @@ def test_a_blank_frame_at_the_middle_suggests_another_time_and_many_sequences_ar
     model.sequences = model.sequences * 5
     assert blank_warning("fx.mdx", model, 0, 0, "every pixel is #000000ff").endswith(
         "try --time 1500 (the middle of 'Stand') or another --sequence (10 sequences: farm inspect fx.mdx lists them)")
+    model.sequences = []
+    assert blank_warning("corpus/x.mdx", model, None, 0, "fully transparent", "/data/corpus/x.mdx").startswith(
+        "corpus/x.mdx: the frame at 0 ms (no sequence: the bind pose) is blank (fully transparent)")
+    assert "farm inspect /data/corpus/x.mdx shows what it holds" in blank_warning(
+        "corpus/x.mdx", model, None, 0, "fully transparent", "/data/corpus/x.mdx")

@@ -104,7 +104,8 @@ class ThumbnailKind(BatchKind):
                 diagnostics.append(d)
         missing = missing_names(list(getattr(frame, "assets", []) or []))
         reason = blank_reason(frame.rgba)
-        blank = None if reason is None else blank_warning(batch.model_rel, model, work.sequence, time_ms, reason)
+        blank = None if reason is None else blank_warning(batch.model_rel, model, work.sequence, time_ms, reason,
+                                                          batch.model)
         facts = dict(work.facts, trace=frame.trace, blank=blank, diagnostics=diagnostics[:MAX_DIAGNOSTICS],
                      missing=missing, assets=list(getattr(frame, "assets", []) or []),
                      diagnostic_count=len(diagnostics), bytes=len(data), image=base64.b64encode(data).decode("ascii"))
