@@ -7,7 +7,8 @@ us, compared with SSIM.
 Building (`--build-from`, a checkout or export of the viewer that holds `src/`): in a scratch folder
 outside this repository (`--scratch`, default /tmp/modelfarm-fidelity) the viewer's `src/` is copied,
 `npm install` fetches esbuild and the viewer's runtime dependencies, and esbuild bundles
-`bench/fidelity_harness.ts` (our page script, which imports the viewer) into `harness.js`. Nothing
+`bench/fidelity_harness.ts` (our page script, which imports the viewer) into `harness.js`
+(`bench/viewer.py`, shared with `bench/peer.py`). Nothing
 of the viewer is written into the repository.
 
 Each model (default: the committed golden models) is rendered at `--size` with our auto camera, the
@@ -26,15 +27,9 @@ from __future__ import annotations
 
 import argparse
 import base64
-import http.server
 import io
 import json
-import shutil
-import struct
-import subprocess
 import sys
-import threading
-import urllib.parse
 from pathlib import Path
 
 import numpy as np
@@ -42,108 +37,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.append(str(ROOT / "bench"))  # after ROOT: bench/farm.py must not hide the farm package
+
+from viewer import build, camera_job, page_url, served  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parent / "fidelity_harness.ts"
-NPM_PACKAGES = ["esbuild", "gl-matrix@3.3.0", "events", "pako", "tga-js", "fengari"]
-PAGE = """<!doctype html><meta charset="utf-8"><body style="margin:0">
-<script>window.FIDELITY_JOB = JSON.parse(decodeURIComponent(location.hash.slice(1)));</script>
-<script src="/harness.js"></script>"""
-
-
-def build(source: Path, scratch: Path) -> Path:
-    """Bundle the viewer and our harness in `scratch`; returns the bundle's path."""
-    if not (source / "src" / "viewer" / "viewer.ts").is_file():
-        raise SystemExit(f"{source} does not hold the viewer's src/ (src/viewer/viewer.ts)")
-    if ROOT in scratch.resolve().parents or scratch.resolve() == ROOT:
-        raise SystemExit("the scratch folder must be outside the repository")
-    scratch.mkdir(parents=True, exist_ok=True)
-    shutil.rmtree(scratch / "viewer", ignore_errors=True)
-    shutil.copytree(source / "src", scratch / "viewer" / "src")
-    shutil.copy(HARNESS, scratch / HARNESS.name)
-    if not (scratch / "node_modules" / ".bin" / "esbuild").exists():
-        if not (scratch / "package.json").exists():
-            subprocess.run(["npm", "init", "-y"], cwd=scratch, check=True, capture_output=True)
-        subprocess.run(["npm", "install", "--no-audit", "--no-fund", *NPM_PACKAGES], cwd=scratch, check=True)
-    out = scratch / "harness.js"
-    subprocess.run([str(scratch / "node_modules" / ".bin" / "esbuild"), HARNESS.name, "--bundle", "--format=iife",
-                    f"--outfile={out.name}"], cwd=scratch, check=True)
-    return out
-
-
-TEAM_PATHS = {"ReplaceableTextures/TeamColor/TeamColor": 1, "ReplaceableTextures/TeamGlow/TeamGlow": 2}
-
-
-def blp1_paletted(rgba: np.ndarray) -> bytes:
-    """A BLP1 (paletted, 8-bit alpha, one level) of an image with at most 256 colours."""
-    h, w = rgba.shape[:2]
-    colours, index = np.unique(rgba[..., :3].reshape(-1, 3), axis=0, return_inverse=True)
-    if len(colours) > 256:
-        raise ValueError("more than 256 colours")
-    palette = np.zeros((256, 4), np.uint8)
-    palette[: len(colours), :3] = colours[:, ::-1]  # B, G, R
-    offset = 156 + 1024
-    pixels = index.astype(np.uint8).tobytes() + rgba[..., 3].astype(np.uint8).tobytes()
-    head = struct.pack("<4s6I", b"BLP1", 1, 8, w, h, 4, 0)
-    return head + struct.pack("<16I", offset, *[0] * 15) + struct.pack("<16I", len(pixels), *[0] * 15) + \
-        palette.tobytes() + pixels
-
-
-def team_texture(path: str) -> bytes | None:
-    """The BLP the viewer asks for a team colour / glow (game data it has no other source for),
-    made from our built-in team tables, so team-coloured models can be compared."""
-    from renderer.formats.textures import team_color_texture, team_glow_texture
-
-    for prefix, rid in TEAM_PATHS.items():
-        if path.startswith(prefix) and path.endswith(".blp") and path[len(prefix):-4].isdigit():
-            team = int(path[len(prefix):-4])
-            return blp1_paletted((team_color_texture if rid == 1 else team_glow_texture)(team))
-    return None
-
-
-class _Files(http.server.SimpleHTTPRequestHandler):
-    """/harness.js and /index.html from the bundle's folder; /m/<path> from the model folder, and
-    the team colour / glow BLPs (`team_texture`)."""
-
-    bundle: Path
-    models: Path
-    search = None  # the model's renderer.assets.search.AssetSearch: textures the viewer asks for
-
-    def do_GET(self) -> None:
-        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
-        data = None
-        if path.startswith("/m/"):
-            data = team_texture(path[3:])
-            direct = Path(self.translate_path(self.path))
-            if data is None and not direct.is_file() and self.search is not None:
-                asset = self.search.find(path[3:])
-                data = asset.data if asset is not None else None
-        if data is None:
-            return super().do_GET()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def translate_path(self, path: str) -> str:
-        path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
-        if path.startswith("/m/"):
-            target = (self.models / path[3:]).resolve()
-            if self.models.resolve() in target.parents:
-                return str(target)
-            return str(self.models / "__outside__")
-        return str(self.bundle.parent / path.lstrip("/"))
-
-    def log_message(self, *args) -> None:
-        pass
-
-
-def serve(bundle: Path, models: Path, search=None) -> tuple[http.server.ThreadingHTTPServer, int]:
-    (bundle.parent / "index.html").write_text(PAGE)
-    handler = type("Files", (_Files,), {"bundle": bundle, "models": models, "search": search})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, server.server_address[1]
 
 
 def ours(model, args):
@@ -166,12 +64,9 @@ def viewer_frame(browser, port: int, rel: str, cam, seq, args, time_ms: int | No
     steps (its emitters simulate) and `alive` receives its live particle and ribbon-edge counts."""
     from PIL import Image
 
-    rgb = [int(args.background[i:i + 2], 16) / 255 for i in (1, 3, 5)]
-    job = {"model": f"/m/{rel}", "size": args.size, "eye": list(cam.eye), "target": list(cam.target),
-           "up": list(cam.up), "fov_deg": cam.fov_deg, "near": cam.near, "far": cam.far,
-           "sequence": -1 if seq is None else seq, "time_ms": args.time if time_ms is None else time_ms,
-           "background": rgb, "step_ms": step_ms}
-    browser.get(f"http://127.0.0.1:{port}/index.html#" + urllib.parse.quote(json.dumps(job)))
+    job = camera_job(rel, args.size, cam, seq, args.background)
+    job.update(time_ms=args.time if time_ms is None else time_ms, step_ms=step_ms)
+    browser.get(page_url(port, args.bundle_path, job))
     out = browser.wait_for("return window.FIDELITY || null", timeout=args.timeout)
     if "error" in out:
         raise RuntimeError(out["error"])
@@ -196,7 +91,6 @@ def particles(b, models: list[Path], args) -> int:
     """Particle and ribbon frames differ by their random layout, so compare what can be compared: the
     live particles and ribbon edges, and image statistics (covered share, mean colour), at a few times
     of the first sequence, the viewer stepping 1000/60 ms frames and us our fixed 20 ms steps."""
-    from renderer.assets.search import AssetSearch, ModelLocation
     from renderer.camera import resolve_camera
     from renderer.formats import load_model
     from renderer.frame import FrameSpec, Renderer, resolve_sequence
@@ -207,9 +101,7 @@ def particles(b, models: list[Path], args) -> int:
     for path in models:
         path = Path(path).resolve()
         model = load_model(path)
-        search = AssetSearch.for_model(ModelLocation.of(model))
-        server, port = serve(Path(args.bundle_path).resolve(), path.parent, search)
-        try:
+        with served(args.bundle_path, model, path) as port:
             seq = resolve_sequence(model, None)
             cam = resolve_camera("auto", model, seq, 1.0)
             for t in times:
@@ -228,9 +120,6 @@ def particles(b, models: list[Path], args) -> int:
                 theirs_live = int(alive.get("particles", 0)) + int(alive.get("ribbons", 0))
                 print(f"{path.name[:27]:<28}{t:>6}{ours_live:>11}{theirs_live:>8}{c1:>14.3f}{c2:>8.3f}"
                       f"{str(np.round(m1).astype(int)):>22}{str(np.round(m2).astype(int)):>18}")
-        finally:
-            server.shutdown()
-            server.server_close()
     return 0
 
 
@@ -261,30 +150,27 @@ def main(argv: list[str] | None = None) -> int:
     import browser as chromium
 
     from farm.compare.ssim import ssim
-    from renderer.assets.search import AssetSearch, ModelLocation
     from renderer.formats import load_model
 
     why = chromium.available()
     if why:
         print(f"cannot run: {why}", file=sys.stderr)
         return 2
-    bundle = build(args.build_from, args.scratch) if args.build_from else args.bundle
+    bundle = build(args.build_from, args.scratch, HARNESS, "harness.js") if args.build_from else args.bundle
     if bundle is None or not Path(bundle).is_file():
         print("give --build-from SRC (or --bundle harness.js)", file=sys.stderr)
         return 2
     models = args.models or sorted((ROOT / "goldens" / "models").glob("*.mdx"))
     results = []
+    args.bundle_path = bundle
     if args.particles:
-        args.bundle_path = bundle
         with chromium.Browser(timeout=args.timeout) as b:
             return particles(b, models, args)
     with chromium.Browser(timeout=args.timeout) as b:
         for path in models:
             path = Path(path).resolve()
             model = load_model(path)
-            search = AssetSearch.for_model(ModelLocation.of(model))
-            server, port = serve(Path(bundle).resolve(), path.parent, search)
-            try:
+            with served(bundle, model, path) as port:
                 mine, cam, seq = ours(model, args)
                 try:
                     theirs = viewer_frame(b, port, path.name, cam, seq, args)
@@ -292,9 +178,6 @@ def main(argv: list[str] | None = None) -> int:
                     results.append({"model": str(path), "error": str(e)[:500]})
                     print(f"{path.name}: viewer failed: {str(e)[:200]}")
                     continue
-            finally:
-                server.shutdown()
-                server.server_close()
             value, smap = ssim(mine[..., :3], theirs[..., :3], full=True)
             covered = model_pixels(mine, theirs, args.background)
             on_model = float(smap[covered].mean()) if covered.any() else float("nan")
