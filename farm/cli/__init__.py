@@ -17,8 +17,10 @@ Conventions every command keeps (tests/test_cli_ux.py checks them):
   the store).
 - ``--trace PATTERN`` matches any part of a key: a substring, or a glob anywhere in it.
 - farm.toml (farm.settings.project) gives store, goldens, assets, broker and option defaults.
-- ``-v``/``-q`` on every command: logging (farm.run.progress.configure_logging); -q also turns
-  progress off. Progress is a bar on a terminal and a line every few seconds in CI.
+- ``-v``/``-q`` on every command: logging (farm.run.progress.configure_logging); -q prints errors
+  only, whatever the command prints (farm.cli.quiet: stdout dropped but --json, stderr passes
+  ``error`` lines) and turns progress off. Progress is a bar on a terminal and a line every few
+  seconds in CI.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import sys
 from farm.cli import goldens, jobs, models, thumbnails, view
 from farm.cli.common import UsageError
 from farm.cli.parser import FarmParser
+from farm.cli.quiet import errors_only
 from farm.goldens import GoldenError
 from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
@@ -95,9 +98,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
-    configure_logging(args.verbose, args.quiet)
-    if args.quiet and hasattr(args, "no_progress"):
+    if not args.quiet:
+        return _run(args)
+    if hasattr(args, "no_progress"):
         args.no_progress = True
+    with errors_only(keep_stdout=bool(getattr(args, "json", False))):
+        return _run(args)
+
+
+def _run(args) -> int:
+    """The command, behind the one error guard: every error a user can cause is one sentence, exit 2."""
+    configure_logging(args.verbose, args.quiet)  # the handler writes to the stderr in force (quiet: errors only)
     try:
         check_environment()  # a bad FARM_* integer stops the command before it starts anything
         return args.func(args)
