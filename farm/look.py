@@ -10,21 +10,23 @@ they print when that frame, or any other, is blank.
   spawned at its start are alive, and a still model shows the same pose as at 0; 0 without a
   sequence. (Which sequence is each command's: `farm render` and `farm view` the first,
   thumbnails Portrait, else Stand, else the first: farm.thumbs.work.choose_sequence.)
-* An explicit ``--time`` or ``--camera`` always wins (`frame_defaults`).
+* An explicit ``--time`` or ``--camera`` always wins (`frame_defaults`). Several frames of one
+  sequence (`farm render --times/--every`) keep ``auto``, as before: they share one camera, where
+  ``fit`` would frame each pose anew and the frames would not line up.
 * A blank frame (farm.images.blank_reason) is never silent: `blank_warning` is the one sentence,
   naming the model, the sequence and time, and the ``--time`` / ``--sequence`` to try.
 """
 
 from __future__ import annotations
 
-from renderer.camera import FIT_CAMERA
+from renderer.camera import AUTO_CAMERA, FIT_CAMERA
 
 __all__ = ["CAMERA_HELP", "DEFAULT_CAMERA", "MAX_LISTED_SEQUENCES", "blank_warning", "default_time", "frame_camera",
            "frame_defaults"]
 
 DEFAULT_CAMERA = FIT_CAMERA
-CAMERA_HELP = ("fit (the default: frames what the frame draws) | auto (the model's declared extent; what jobs use)"
-               " | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]")
+CAMERA_HELP = ("fit (the default for one frame: frames what it draws) | auto (the model's declared extent: the"
+               " default of jobs and of --times/--every) | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]")
 MAX_LISTED_SEQUENCES = 8  # a blank-frame warning lists the model's sequences when it has at most this many
 
 
@@ -36,10 +38,12 @@ def default_time(model, seq: int | None) -> int:
     return max(int(end) - int(start), 0) // 2
 
 
-def frame_defaults(model, seq: int | None, time_ms: int | None = None, camera: str | None = None) -> tuple[int, str]:
-    """(time, camera) of a frame of `model` at sequence `seq`: the ones asked for, else the default look."""
-    return (default_time(model, seq) if time_ms is None else int(time_ms),
-            DEFAULT_CAMERA if camera is None else camera)
+def frame_defaults(model, seq: int | None, time_ms: int | None = None, camera: str | None = None,
+                   several: bool = False) -> tuple[int, str]:
+    """(time, camera) of a frame of `model` at sequence `seq`: the ones asked for, else the default look
+    (`several`: frames of one sequence that share a camera, module docstring)."""
+    default = AUTO_CAMERA if several else DEFAULT_CAMERA
+    return (default_time(model, seq) if time_ms is None else int(time_ms), default if camera is None else camera)
 
 
 def frame_camera(renderer, model, spec) -> tuple[tuple, tuple]:

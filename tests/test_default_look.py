@@ -106,6 +106,17 @@ def test_camera_auto_and_time_0_give_the_bytes_farm_render_wrote_before(models, 
     assert "camera_rule" not in frame.trace and frame.trace["camera"]["source"].startswith("auto:")
 
 
+def test_several_times_keep_the_auto_camera_they_had(models, tmp_path):
+    """--times/--every frames share one camera, as before (fit would frame each pose anew)."""
+    for name, args in (("default", ()), ("auto", ("--camera", "auto"))):
+        r = farm("render", models / "effects.mdx", "-o", tmp_path / f"{name}.png", "--size", 32, "--times", "0,1500",
+                 *args)
+        assert r.returncode == 0, r.stderr
+    for t in ("0000_0ms", "0001_1500ms"):
+        assert (tmp_path / f"default_{t}.png").read_bytes() == (tmp_path / f"auto_{t}.png").read_bytes()
+    assert read_png(tmp_path / "default_0001_1500ms.png")[1]["camera"]["source"].startswith("auto:")
+
+
 def test_render_thumbnails_and_view_agree_on_the_default_time_and_camera(models, tmp_path):
     from render_util import renderer
 

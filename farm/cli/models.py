@@ -214,7 +214,8 @@ def cmd_render(args) -> int:
         seq = resolve_sequence(model, sequence)
     except UnknownSequence as e:
         raise UsageError(f"{args.model}: {e}") from None
-    time_ms, camera = frame_defaults(model, seq, args.time, args.camera)  # the default look (farm.look)
+    several = args.times is not None or args.every is not None  # frames that share a camera: auto, as before
+    time_ms, camera = frame_defaults(model, seq, args.time, args.camera, several)  # the default look (farm.look)
     times = _times(args, model, seq, time_ms)
     out = Path(args.output)
     if len(times) > 1 and is_stream(out):  # numbered names next to /dev/stdout or a FIFO: never what was meant
