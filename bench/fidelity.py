@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "bench"))  # after ROOT: bench/farm.py must not hide the farm package
 
-from viewer import build, camera_job, page_url, served  # noqa: E402
+from viewer import VIEWER_STEP_MS, build, camera_job, page_url, served  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parent / "fidelity_harness.ts"
 
@@ -74,9 +74,6 @@ def viewer_frame(browser, port: int, rel: str, cam, seq, args, time_ms: int | No
     if alive is not None:
         alive.update(out.get("alive") or {})
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
-
-
-VIEWER_STEP_MS = 1000 / 60  # the viewer advances time in frames of 1000/60 ms
 
 
 def image_stats(rgba: np.ndarray, background: str) -> tuple[float, np.ndarray]:

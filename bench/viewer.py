@@ -29,6 +29,7 @@ import numpy as np
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
+VIEWER_STEP_MS = 1000 / 60  # the viewer advances time in frames of 1000/60 ms (ModelViewer.update's default)
 SHARED_TS = BENCH / "viewer_page.ts"  # imported by every page script
 NPM_PACKAGES = ["esbuild", "gl-matrix@3.3.0", "events", "pako", "tga-js", "fengari"]
 PAGE = """<!doctype html><meta charset="utf-8"><body style="margin:0">

@@ -1,0 +1,220 @@
+"""Ours against mdx-m3-viewer, the peer a user would otherwise script for headless MDX frames: frames
+per second of both, drawn and read back, side by side (issue 27).
+
+    .venv/bin/python bench/peer.py --build-from /path/to/mdx-m3-viewer            # bundle, then measure
+    .venv/bin/python bench/peer.py --bundle /tmp/modelfarm-peer/peer.js [MODEL ...] [--sizes 256,512]
+
+Building (`--build-from`, a checkout or export of the viewer that holds `src/`) is bench/viewer.py's:
+the viewer's source and `bench/peer_harness.ts` are bundled into `peer.js` in a scratch folder outside
+this repository (`--scratch`, default /tmp/modelfarm-peer); nothing of the viewer is committed.
+
+Per model (default: OrcMale, Ghost, Girl2, DarionMograineEvil, LargeFireEmitter and HumanBattleship,
+those found under ../shared/corpus; the project's sample models when none is), size (`--sizes`) and
+mode, both sides draw the same view (our auto camera, the first sequence, an opaque background, white
+for missing textures, textures found by our asset search) and read every frame back: ours
+`Renderer.render` (a Frame with its RGBA array), the viewer update + render + `gl.readPixels` of the
+whole canvas in its page (headless Chromium, bench/viewer.py's server). Modes:
+
+* still: the frame at the sequence's middle (farm.look.default_time), drawn again and again (the viewer
+  first steps there in its own 1000/60 ms frames, so its emitters are alive; then update(0));
+* animated: successive frames 1000/60 ms apart from there, emitters simulating on both sides.
+
+The sides alternate within each of `--rounds` rounds (the first side alternates too), each side drawing
+the same number of frames, enough for the slower side to take about `--seconds`; the table has the
+median fps of each side, the median of the rounds' ratios ours / viewer (above 1: we are faster), and
+the live particles + ribbon edges after the last frame of each side (ours: `renderer.effects.last_stats`).
+Then the GL stacks: our GL_RENDERER / GL_VERSION, the viewer's unmasked WebGL renderer, its version
+and the browser. Timing on a shared machine is noisy: compare ratios, not fps, across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.append(str(ROOT / "bench"))  # after ROOT: bench/farm.py must not hide the farm package
+
+from viewer import VIEWER_STEP_MS, build, camera_job, page_url, served  # noqa: E402
+
+HARNESS = Path(__file__).resolve().parent / "peer_harness.ts"
+CORPUS = ROOT.parent / "shared" / "corpus"
+PEER_MODELS = ["OrcMale", "Ghost", "Girl2", "DarionMograineEvil", "LargeFireEmitter", "HumanBattleship"]
+MODES = ("still", "animated")
+
+
+def default_models(corpus: Path, scratch: Path) -> list[Path]:
+    """The corpus models of issue 27's table found under `corpus` (the first `<name>.mdx` by path),
+    else the project's sample models written into `scratch`."""
+    found = {}
+    if corpus.is_dir():
+        for path in sorted(corpus.rglob("*.mdx")):
+            if path.stem in PEER_MODELS and path.stem not in found:
+                found[path.stem] = path
+    if found:
+        return [found[name] for name in PEER_MODELS if name in found]
+    from renderer.samples import write_samples
+
+    return write_samples(scratch / "samples")
+
+
+class Ours:
+    """Our side of one model at one size: `Renderer.render` of full frames (read back), at the still
+    time or advancing 1000/60 ms a frame (`step`)."""
+
+    def __init__(self, renderer, model, size: int, time_ms: int, background: str):
+        from renderer.frame import FrameSpec
+
+        self.r, self.model, self.t0, self.k = renderer, model, time_ms, 0
+        self.spec = lambda t: FrameSpec(time_ms=t, width=size, height=size, camera="auto", background=background,
+                                        missing_textures="white")
+        for _ in range(3):  # warm up: programs, textures, the effects simulation at the still time
+            renderer.render(model, self.spec(time_ms))
+
+    def time(self, mode: str, frames: int) -> dict:
+        start = time.perf_counter()
+        for _ in range(frames):
+            if mode == "animated":
+                self.k += 1
+            self.r.render(self.model, self.spec(self.t0 + self.k * VIEWER_STEP_MS if mode == "animated" else self.t0))
+        fps = frames / (time.perf_counter() - start)
+        stats = self.r.effects.last_stats
+        return {"fps": fps, "alive": int(stats.get("particles", 0)) + int(stats.get("ribbon_edges", 0))}
+
+
+class Theirs:
+    """The viewer's side: the page of peer_harness.ts, loaded for one model and size."""
+
+    def __init__(self, browser, port: int, bundle: Path, job: dict, timeout: float):
+        self.b = browser
+        browser.get(page_url(port, bundle, job))
+        out = browser.wait_for("return window.PEER && (window.PEER.error ? window.PEER : window.PEER.gl)",
+                               timeout=timeout)
+        if "error" in out:
+            raise RuntimeError(out["error"])
+        self.gl = out
+
+    def time(self, mode: str, frames: int) -> dict:
+        out = self.b.run("return window.PEER.time(arguments[0], arguments[1])", mode, frames)
+        alive = out.get("alive") or {}
+        return {"fps": float(out["fps"]), "alive": int(alive.get("particles", 0)) + int(alive.get("ribbons", 0))}
+
+
+def measure(ours: Ours, theirs: Theirs, mode: str, args) -> dict:
+    """`args.rounds` rounds of both sides, alternating which goes first; medians and the last counts."""
+    probe = max(1.0 / ours.time(mode, 2)["fps"], 1.0 / theirs.time(mode, 2)["fps"])
+    frames = max(3, min(args.max_frames, math.ceil(args.seconds / probe)))
+    rounds = []
+    for i in range(args.rounds):
+        sides = (ours, theirs) if i % 2 == 0 else (theirs, ours)
+        got = {side: side.time(mode, frames) for side in sides}
+        rounds.append((got[ours], got[theirs]))
+    return {"frames": frames,
+            "ours_fps": statistics.median(o["fps"] for o, _ in rounds),
+            "viewer_fps": statistics.median(t["fps"] for _, t in rounds),
+            "ratio": statistics.median(o["fps"] / t["fps"] for o, t in rounds),
+            "rounds": [[o["fps"], t["fps"]] for o, t in rounds],
+            "ours_alive": rounds[-1][0]["alive"], "viewer_alive": rounds[-1][1]["alive"]}
+
+
+def run_model(browser, renderer, path: Path, args, stacks: dict) -> list[dict]:
+    """Every size and mode of one model (one page load per size)."""
+    from farm.look import default_time
+    from renderer.camera import resolve_camera
+    from renderer.formats import load_model
+    from renderer.frame import resolve_sequence
+
+    model = load_model(path)
+    seq = resolve_sequence(model, None)
+    cam = resolve_camera("auto", model, seq, 1.0)
+    t0 = default_time(model, seq)
+    rows = []
+    with served(args.bundle_path, model, path) as port:
+        for size in args.size_list:
+            job = camera_job(path.name, size, cam, seq, args.background)
+            job.update(time_ms=t0, step_ms=VIEWER_STEP_MS)
+            theirs = Theirs(browser, port, args.bundle_path, job, args.timeout)
+            stacks.setdefault("viewer", theirs.gl)
+            ours = Ours(renderer, model, size, t0, args.background)
+            for mode in MODES:
+                rows.append({"model": path.stem, "size": size, "mode": mode, "time_ms": t0,
+                             **measure(ours, theirs, mode, args)})
+                print(row_line(rows[-1]), flush=True)
+        renderer.forget(model)
+    return rows
+
+
+HEADER = f"{'model':<20}{'size':>5} {'mode':<9}{'ours fps':>9}{'viewer':>9}{'ratio':>8}{'live us':>8}{'viewer':>8}" \
+    f"{'frames':>7}"
+
+
+def row_line(row: dict) -> str:
+    return (f"{row['model'][:19]:<20}{row['size']:>5} {row['mode']:<9}{row['ours_fps']:>9.1f}{row['viewer_fps']:>9.1f}"
+            f"{row['ratio']:>8.2f}{row['ours_alive']:>8}{row['viewer_alive']:>8}{row['frames']:>7}")
+
+
+def print_stacks(stacks: dict) -> None:
+    o, v = stacks.get("ours", {}), stacks.get("viewer", {})
+    print(f"ours:   GL_RENDERER {o.get('renderer')!r}, GL_VERSION {o.get('version')!r} ({o.get('platform')})")
+    if v:
+        print(f"viewer: WebGL renderer {v.get('renderer')!r} ({v.get('vendor')}), {v.get('version')!r},"
+              f" {v.get('glsl')!r}; {v.get('browser')}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("models", nargs="*", type=Path, help="MDX/MDL files (default: issue 27's corpus models)")
+    ap.add_argument("--build-from", type=Path, help="the viewer's source (a folder holding src/)")
+    ap.add_argument("--bundle", type=Path, help="a peer.js built before (by --build-from)")
+    ap.add_argument("--scratch", type=Path, default=Path("/tmp/modelfarm-peer"))
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--sizes", default="256,512", help="frame sizes, comma-separated")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=0.5, help="about how long the slower side draws a round")
+    ap.add_argument("--max-frames", type=int, default=120)
+    ap.add_argument("--background", default="#404040")
+    ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--json", type=Path, help="write the results as JSON")
+    args = ap.parse_args(argv)
+    args.size_list = [int(s) for s in args.sizes.split(",")]
+
+    import browser as chromium
+
+    from renderer.frame import Renderer
+
+    why = chromium.available()
+    if why:
+        print(f"cannot run: {why}", file=sys.stderr)
+        return 2
+    bundle = build(args.build_from, args.scratch, HARNESS, "peer.js") if args.build_from else args.bundle
+    if bundle is None or not Path(bundle).is_file():
+        print("give --build-from SRC (or --bundle peer.js)", file=sys.stderr)
+        return 2
+    args.bundle_path = Path(bundle).resolve()
+    with tempfile.TemporaryDirectory(prefix="modelfarm-peer-") as tmp:
+        models = [Path(m).resolve() for m in args.models] or default_models(args.corpus, Path(tmp))
+        print(HEADER)
+        rows, stacks = [], {}
+        with chromium.Browser(timeout=args.timeout) as b, Renderer() as r:
+            stacks["ours"] = r.gl_info()
+            for path in models:
+                try:
+                    rows += run_model(b, r, path, args, stacks)
+                except Exception as e:  # noqa: BLE001 - one model failed on one side: report, go on
+                    print(f"{path.name}: failed: {str(e)[:200]}", flush=True)
+    print_stacks(stacks)
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "stacks": stacks}, indent=2))
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
