@@ -226,9 +226,9 @@ def redis_server(tmp_path):
 
 @needs_redis
 def test_a_hard_time_limit_keeps_the_frames_already_rendered(redis_server, tmp_path):
-    manifest = _manifest(tmp_path, 60)
+    manifest = _manifest(tmp_path, 200)  # one batch of 10 s: stopped long before its soft limit
     env = _counting_env(redis_server.url, tmp_path, FARM_SOFT_TIME_LIMIT="3", FARM_TIME_LIMIT="5",
-                        FARM_VISIBILITY_TIMEOUT="60", FARM_BATCH_FRAMES="100", FARM_SYNTHETIC_DELAY_MS="50")
+                        FARM_VISIBILITY_TIMEOUT="60", FARM_BATCH_FRAMES="300", FARM_SYNTHETIC_DELAY_MS="50")
     worker = _worker(env, "forward-hard", tmp_path / "w.log")
     out = tmp_path / "out"
     try:

@@ -153,7 +153,9 @@ class _LostBatches:
         self.conn.release()
 
     def check(self, call, pending: dict, metas: dict, reconnected: bool) -> list[str]:
-        """The task ids (of `pending`) that the broker lost."""
+        """The task ids (of `pending`) that the broker lost (none known on a broker other than Redis)."""
+        if not call(lambda: hasattr(self.conn.default_channel, "client")):
+            return []
         run_id = call(_broker_run_id, self.conn)
         if reconnected or (self.run_id is not None and run_id != self.run_id):
             self.watching = True
