@@ -110,9 +110,13 @@ def job_ref(ref: str, out: str | None) -> str:
 
     def when(job_id: str) -> tuple:
         try:
-            return (os.path.getmtime(store.job_location(job_id)), job_id)
-        except OSError:
-            return (0.0, job_id)
+            return (os.path.getmtime(store.job_location(job_id)), "", job_id)
+        except OSError:  # not a file here (an object store): when the job document says it was created
+            pass
+        try:
+            return (0.0, str(store.read_job(job_id).get("created") or ""), job_id)
+        except (OSError, ValueError, RuntimeError):
+            return (0.0, "", job_id)
 
     return max(ids, key=when)
 

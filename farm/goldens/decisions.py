@@ -109,7 +109,7 @@ def _record_base(action: str, by: str, job=None, note: str | None = None) -> dic
     if job is not None:
         store = Path(job.store.location)
         try:  # relative when under the current folder: the log is committed, home folders are not
-            shown = store.relative_to(Path.cwd()).as_posix()
+            shown = store.relative_to(Path.cwd()).as_posix() if job.store.kind == "folder" else job.store.location
         except ValueError:
             shown = str(store)
         rec.update(run=job.id, store=shown)

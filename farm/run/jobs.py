@@ -41,7 +41,7 @@ from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
 from farm.settings import broker_url, default_out, redact_url
-from farm.store import Store, open_store
+from farm.store import Store, open_store, split_job_url
 
 __all__ = ["JobError", "JobState", "retry_job", "run_job", "status_text"]
 
@@ -93,9 +93,12 @@ class JobState:
 
     @classmethod
     def load(cls, job: str, out: str | Path | None = None) -> JobState:
-        """A job by id (in `out`, default FARM_OUT or ./farm-out) or by the path of its jobs/<id>.json."""
+        """A job by id (in `out`, default FARM_OUT or ./farm-out) or by the path or URL of its jobs/<id>.json."""
         p = Path(job)
-        if p.suffix == ".json" and p.is_file():
+        if split_job_url(job):
+            location, job_id = split_job_url(job)
+            store = open_store(location)
+        elif p.suffix == ".json" and p.is_file():
             store = open_store(p.resolve().parent.parent)
             job_id = p.stem
         else:

@@ -1,0 +1,374 @@
+"""The S3 store (farm.store.s3) against a real S3-protocol server: `moto_server` on a spare loopback
+port, started and stopped here, reached through a small TCP proxy the tests can cut (moto keeps its
+objects in memory, so stopping the server would lose them; cutting the proxy is the store being
+unreachable while its data lives on).
+
+- `farm run --out s3://...` of the sample models, then status (by id and by the job's URL), retry,
+  approve into a goldens folder, compare, report (the images copied out of the bucket) and diff
+  against a folder run of the same manifest (no change; the two stores hold the same frames);
+- the store unreachable for 3 s in the middle of a job: retried, the job ends with every frame;
+  unreachable for good: one sentence naming the endpoint, not a traceback;
+- an interrupted PUT and an unfinished multipart upload of a job document are never read;
+- two coordinators on one prefix: distinct jobs, one copy of each image;
+- batch results merged by many writers at once lose no frame; delivery counts from many
+  processes at once are all counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MOTO = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path(MOTO).exists(), reason="moto_server is not installed"
+                                                   " (pip install 'moto[server]')")]
+BUCKET = "farm-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Proxy:
+    """A TCP proxy to moto. `cut()`: every connection, open or new, is reset at once (counted in
+    `refused`) until `restore()`."""
+
+    def __init__(self, target: int):
+        self.target = target
+        self.port = _free_port()
+        self.cut_off = False
+        self.refused = 0
+        self.conns: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.cut_off:
+                self.refused += 1
+                _reset(client)
+                continue
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                _reset(client)
+                continue
+            with self.lock:
+                self.conns += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        self.cut_off = True
+        with self.lock:
+            for s in self.conns:
+                _reset(s)
+            self.conns.clear()
+
+    def restore(self) -> None:
+        self.cut_off = False
+
+
+def _reset(s: socket.socket) -> None:
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.close()
+    except OSError:
+        pass
+
+
+class S3:
+    def __init__(self, tmp: Path):
+        self.port = _free_port()
+        self.proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "moto_server did not start"
+                time.sleep(0.1)
+        self.proxy = Proxy(self.port)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "AWS_"))}
+        self.env.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{self.proxy.port}", AWS_ACCESS_KEY_ID="testing",
+                        AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
+                        AWS_CONFIG_FILE=str(tmp / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp / "none"),
+                        EGL_PLATFORM="surfaceless", PYOPENGL_PLATFORM="egl", PYTHONUNBUFFERED="1")
+        import boto3
+
+        self.client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{self.port}", aws_access_key_id="testing",
+                                   aws_secret_access_key="testing", region_name="us-east-1")
+        self.client.create_bucket(Bucket=BUCKET)
+
+    def keys(self, prefix: str) -> list[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/")
+        return sorted(o["Key"][len(prefix) + 1:] for p in pages for o in p.get("Contents", ()))
+
+    def get(self, key: str) -> bytes:
+        return self.client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    server = S3(tmp_path_factory.mktemp("aws"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def store_env(s3, monkeypatch):
+    """This process's environment pointed at the server (for S3Store used in-process)."""
+    for k in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(k)
+    for k, v in s3.env.items():
+        if k.startswith("AWS_"):
+            monkeypatch.setenv(k, v)
+    return s3
+
+
+def _farm(s3: S3, cwd: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "farm", *args], cwd=cwd, env=env or s3.env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _manifest(tmp: Path, timestamps: str = "[0, 333]", size: str = "24x24") -> Path:
+    from renderer.samples import write_samples
+
+    write_samples(tmp / "models")
+    m = tmp / "job.toml"
+    m.write_text(f'name = "s3"\nsize = "{size}"\ntimestamps = {timestamps}\n'
+                 '[[models]]\npaths = ["models/crate.mdx", "models/filter_modes.mdx"]\n')
+    return m
+
+
+def _job(s3: S3, prefix: str, job_id: str) -> dict:
+    return json.loads(s3.get(f"{prefix}/jobs/{job_id}.json"))
+
+
+def _index(s3: S3, prefix: str, job_id: str) -> dict:
+    return json.loads(s3.get(f"{prefix}/jobs/{job_id}/index.json"))
+
+
+def _images_whole(s3: S3, prefix: str, digests) -> None:
+    for d in digests:
+        assert hashlib.sha256(s3.get(f"{prefix}/images/{d[:2]}/{d}.png")).hexdigest() == d
+        assert json.loads(s3.get(f"{prefix}/images/{d[:2]}/{d}.json"))["digest"] == d
+
+
+def test_run_status_retry_approve_compare_report_and_diff_on_s3(s3, tmp_path):
+    m = _manifest(tmp_path)
+    url = f"s3://{BUCKET}/cli/runs"
+    r = _farm(s3, tmp_path, "run", str(m), "--out", url, "--job-id", "one", "--no-compare", "--no-progress",
+              "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    job = _job(s3, "cli/runs", "one")
+    assert {t["status"] for t in job["traces"].values()} == {"done"} and len(job["traces"]) >= 4
+    index = _index(s3, "cli/runs", "one")
+    assert sorted(index) == sorted(job["traces"])
+    _images_whole(s3, "cli/runs", index.values())
+
+    for ref in (["one", "--out", url], [f"{url}/jobs/one.json"], ["latest", "--out", url]):
+        r = _farm(s3, tmp_path, "status", *ref, "--json")
+        assert r.returncode == 0, r.stderr
+        status = json.loads(r.stdout)
+        assert status["job"] == "one" and status["store"] == url and status["done"] == len(job["traces"])
+    r = _farm(s3, tmp_path, "retry", f"{url}/jobs/one.json", "--failed", "--pending", "--no-progress")
+    assert r.returncode == 0, r.stderr
+
+    goldens = tmp_path / "goldens"
+    r = _farm(s3, tmp_path, "approve", "one", "--out", url, "--goldens", str(goldens), "--all", "--yes")
+    assert r.returncode == 0, r.stderr
+    for d in set(index.values()):  # the goldens are a folder: the approved images copied out of the bucket
+        assert hashlib.sha256((goldens / "images" / f"{d}.png").read_bytes()).hexdigest() == d
+    from farm.goldens.index import LOG_NAME
+
+    log = [json.loads(line) for line in (goldens / LOG_NAME).read_text().splitlines()]
+    assert log[-1]["store"] == url
+    r = _farm(s3, tmp_path, "compare", f"{url}/jobs/one.json", "--goldens", str(goldens), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["counts"]["pass"] == len(job["traces"])
+    assert "comparison.json" in s3.keys("cli/runs/jobs/one")
+
+    report = tmp_path / "report"
+    r = _farm(s3, tmp_path, "report", "one", "--out", url, "--goldens", str(goldens), "-o", str(report))
+    assert r.returncode == 0, r.stderr
+    copied = {hashlib.sha256(p.read_bytes()).hexdigest() for p in report.rglob("*.png")}
+    assert set(index.values()) <= copied  # the run's frames, copied out of the bucket into the report
+
+    folder = tmp_path / "folder-out"
+    r = _farm(s3, tmp_path, "run", str(m), "--out", str(folder), "--job-id", "two", "--no-compare", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((folder / "jobs" / "two" / "index.json").read_text()) == index  # same frames, same bytes
+    r = _farm(s3, tmp_path, "diff", f"{url}/jobs/one.json", str(folder / "jobs" / "two.json"), "--json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _farm(s3, tmp_path, "diff", "two", "one", "--base-out", str(folder), "--head-out", url, "-o",
+              str(tmp_path / "diff-report"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "diff-two.json" in s3.keys("cli/runs/jobs/one")
+
+
+def _synthetic_env(s3: S3, **extra) -> dict:
+    return {**s3.env, "FARM_RENDERER": "synthetic", "FARM_SYNTHETIC_DELAY_MS": "150", **extra}
+
+
+def test_the_store_unreachable_for_seconds_mid_job_loses_nothing(s3, tmp_path):
+    m = _manifest(tmp_path, "[0, 100, 200, 300, 400, 500, 600, 700, 800, 900]", "16x16")
+    env = _synthetic_env(s3)
+    prefix = "outage"
+    p = subprocess.Popen([sys.executable, "-m", "farm", "run", str(m), "--out", f"s3://{BUCKET}/{prefix}", "--job-id",
+                          "cut", "--no-compare", "--no-progress", "--workers", "2"], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(k.startswith("images/") and k.endswith(".png") for k in s3.keys(prefix)):
+        assert p.poll() is None and time.monotonic() < deadline, "no frame stored before the outage"
+        time.sleep(0.1)
+    stored_before = sum(k.endswith(".png") for k in s3.keys(prefix))
+    s3.proxy.cut()
+    time.sleep(3)
+    s3.proxy.restore()
+    outs, errs = p.communicate(timeout=300)
+    assert s3.proxy.refused > 0, "the outage met no request: it tested nothing"
+    assert p.returncode == 0, (outs, errs)
+    assert "Traceback" not in errs
+    job = _job(s3, prefix, "cut")
+    assert {t["status"] for t in job["traces"].values()} == {"done"} and len(job["traces"]) >= 20
+    index = _index(s3, prefix, "cut")
+    assert sorted(index) == sorted(job["traces"]) and len(set(index.values())) > stored_before
+    _images_whole(s3, prefix, index.values())
+
+    folder = tmp_path / "folder"  # the same job into a folder: the same frames
+    r = subprocess.run([sys.executable, "-m", "farm", "run", str(m), "--out", str(folder), "--job-id", "cut",
+                        "--no-compare", "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((folder / "jobs" / "cut" / "index.json").read_text()) == index
+
+
+def test_an_unreachable_store_is_one_sentence(s3, tmp_path):
+    env = {**s3.env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{_free_port()}", "AWS_MAX_ATTEMPTS": "2"}
+    r = _farm(s3, tmp_path, "status", "x", "--out", f"s3://{BUCKET}/nowhere", env=env)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "did not answer after 2 attempts" in lines[0] and env["AWS_ENDPOINT_URL"] in lines[0], \
+        r.stderr
+    r = _farm(s3, tmp_path, "status", "x", "--out", "s3://no-such-bucket-here/p")
+    assert r.returncode != 0 and "bucket 'no-such-bucket-here' does not exist" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def _raw_put(port: int, key: str, body: bytes, send: int) -> None:
+    """A PUT of `body` cut off after `send` bytes (the connection dropped mid-upload)."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(f"PUT /{BUCKET}/{key} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: {len(body)}\r\n"
+                  f"\r\n".encode() + body[:send])
+        time.sleep(0.3)
+
+
+def test_a_half_uploaded_document_is_never_read(store_env, tmp_path):
+    from farm.store import open_store
+
+    s3 = store_env
+    store = open_store(f"s3://{BUCKET}/half")
+    doc = {"format": "modelfarm.job/1", "job": "j", "traces": {}, "batches": {}}
+    store.write_job("j", doc)
+    new = json.dumps({**doc, "name": "x" * 20000}).encode()
+    _raw_put(s3.port, "half/jobs/j.json", new, len(new) // 2)  # an interrupted PUT
+    up = s3.client.create_multipart_upload(Bucket=BUCKET, Key="half/jobs/j.json")  # a multipart never completed
+    s3.client.upload_part(Bucket=BUCKET, Key="half/jobs/j.json", UploadId=up["UploadId"], PartNumber=1,
+                          Body=new[: len(new) // 2])
+    assert store.read_job("j") == doc
+    _raw_put(s3.port, "half/jobs/k.json", new, len(new) // 2)  # a first upload cut off: no document at all
+    assert not store.has_job("k") and store.job_ids() == ["j"]
+    with pytest.raises(FileNotFoundError):
+        store.read_job("k")
+
+
+def test_two_coordinators_share_a_prefix(s3, tmp_path):
+    m = _manifest(tmp_path, "[0, 100, 200]", "16x16")
+    env = _synthetic_env(s3, FARM_SYNTHETIC_DELAY_MS="20")
+    url = f"s3://{BUCKET}/shared"
+    procs = [subprocess.Popen([sys.executable, "-m", "farm", "run", str(m), "--out", url, "--no-compare",
+                               "--no-progress", "--workers", "1", "--json"], cwd=tmp_path, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], results
+    ids = sorted(k[len("jobs/"):-len(".json")] for k in s3.keys("shared") if k.count("/") == 1
+                 and k.startswith("jobs/") and k.endswith(".json"))
+    assert len(ids) == 2 and ids[0] != ids[1]
+    indexes = [_index(s3, "shared", i) for i in ids]
+    assert indexes[0] == indexes[1] and len(indexes[0]) >= 6
+    pngs = [k for k in s3.keys("shared") if k.startswith("images/") and k.endswith(".png")]
+    assert sorted(Path(k).stem for k in pngs) == sorted(set(indexes[0].values()))  # one copy of each image
+    _images_whole(s3, "shared", indexes[0].values())
+
+
+def test_batch_results_merged_by_many_writers_lose_no_frame(store_env):
+    from farm.store import open_store
+
+    store = open_store(f"s3://{BUCKET}/cas")
+    frames = [{"key": f"m|Stand|{t}", "time_ms": t, "status": "done", "digest": "0" * 64} for t in range(24)]
+
+    def write(f):
+        return open_store(store.location).write_batch_result("j", {"batch": "b1", "frames": [f]})
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, frames))
+    stored = store.read_batch_result("j", "b1")
+    assert sorted(f["key"] for f in stored["frames"]) == sorted(f["key"] for f in frames)
+    late = store.write_batch_result("j", {"batch": "b1", "frames": [{**frames[0], "status": "failed",
+                                                                      "digest": None, "error": "late"}]})
+    assert next(f for f in late["frames"] if f["key"] == frames[0]["key"])["status"] == "done"
+
+
+def test_delivery_counts_from_many_processes_all_count(store_env):
+    from farm.store import open_store
+
+    store = open_store(f"s3://{BUCKET}/deliveries")
+    code = (f"from farm.store import open_store; s = open_store({store.location!r}); s.begin_batch('j', 'b');"
+            f" s.end_batch('j', 'b') if __import__('os').getpid() % 2 else None")
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=store_env.env) for _ in range(6)]
+    pids = {p.pid for p in procs}
+    assert [p.wait(60) for p in procs] == [0] * 6
+    assert store.deliveries("j", "b") == 6
+    assert sorted(pid for _, pid in store.unfinished("j", "b")) == sorted(pid for pid in pids if pid % 2 == 0)
+    store.reset_batch("j", "b")
+    assert store.deliveries("j", "b") == 0 and store.unfinished("j", "b") == []
