@@ -59,15 +59,17 @@ def broken(rgba: np.ndarray) -> np.ndarray:
 
 
 def make_run(root: str | Path, frames: dict, *, gl: dict | None = None, name: str = "t", job_id: str | None = None,
-             thresholds: dict | None = None, model_hash: str = "m1") -> JobState:
+             thresholds: dict | None = None, model_hash: str = "m1", times: dict | None = None) -> JobState:
     """A finished run in store `root`: frames maps trace key -> RGBA (rendered), a str (the error
-    of a frame that failed) or None (never rendered: pending)."""
+    of a frame that failed) or None (never rendered: pending). `times`: the ms of keys that name a
+    fraction of the sequence ("50%"; the others' ms is in the key)."""
     gl = LLVMPIPE if gl is None else gl
     store = Store(root)
     traces = {}
     for k in frames:
         model, seq, t = k.split("|")[:3]
-        traces[k] = {"model": model, "sequence": seq, "time_ms": int(t[:-2]), "batch": "b0",
+        ms = (times or {})[k] if t.endswith("%") else int(t[:-2])
+        traces[k] = {"model": model, "sequence": seq, "time_ms": ms, "batch": "b0",
                      "thresholds": dict((thresholds or {}).get(k, {}))}
     manifest = SimpleNamespace(name=name, path=str(Path(root) / f"{name}.toml"), trace_thresholds=[])
     job = JobState.create(store, manifest, Plan([], traces, {}), job_id)

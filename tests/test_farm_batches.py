@@ -77,12 +77,14 @@ def test_expansion_one_batch_per_model_and_sequence(samples):
     by_model: dict[str, list[Batch]] = {}
     for b in plan.batches:
         by_model.setdefault(b.model_rel, []).append(b)
-        assert b.times == sorted(b.times) and len(set(b.times)) == len(b.times)
-        assert len(b.keys) == len(b.times)
+        assert b.times == sorted(b.times) and len(set(b.keys)) == len(b.keys) == len(b.times)
     # crate: every sequence, times from the fractions of each sequence's length
     assert [b.sequence_name for b in by_model["models/crate.mdx"]] == [n for n, _ in crate]
     for b, (_, length) in zip(by_model["models/crate.mdx"], crate, strict=True):
-        assert b.times == sorted({0, 250, length}) and not b.provisional and b.model_digest
+        assert b.times == sorted([0, 250, length]) and not b.provisional and b.model_digest
+        # the fractions are named as such in the keys (the same trace whatever the length), in order of ms
+        assert [k.split("|")[2] for k in b.keys] == (["0%", "250ms", "100%"] if length >= 250 else
+                                                     ["0%", "100%", "250ms"])
     # effects: the later entry; "stand" found case-insensitively (an unknown name: tests/test_plan_errors.py)
     eff = by_model["models/effects.mdx"]
     assert [(b.sequence_name, b.provisional) for b in eff] == [("Stand", False)]
@@ -90,6 +92,7 @@ def test_expansion_one_batch_per_model_and_sequence(samples):
     (broken,) = by_model["models/broken.mdx"]
     assert broken.provisional and broken.model_digest is None and broken.sequence is None
     assert set(plan.unloadable) == {"models/broken.mdx"} and broken not in plan.runnable()
+    # (no sequence to take fractions of: "0%" and "100%" are one frame at 0 ms, keyed in ms as before)
     assert broken.keys == [f"models/broken.mdx|-|{t}ms|auto|64x64|msaa0|team0|transparent" for t in (0, 250)]
     # thresholds per trace: the job's, then the matching [[thresholds.traces]]
     key = next(k for k in plan.traces if k.startswith("models/crate.mdx|Death|"))

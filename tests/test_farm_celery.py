@@ -28,6 +28,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 from conftest import REDIS_PORT, ROOT, redis_up, redis_url  # noqa: E402
 
 from farm.celery.app import app, config_from_env  # noqa: E402
+from farm.plan.keys import parse_key  # noqa: E402
 from farm.run.jobs import JobState, retry_job, run_job  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
 
@@ -103,7 +104,8 @@ def every_frame_once(job: JobState, size: int = 64) -> None:
     assert sorted(p.stem for p in store.images()) == sorted(done.values())  # nothing extra, nothing missing
     for key, digest in done.items():
         rgba, trace = read_png(store.image_path(digest))
-        assert rgba.shape == (size, size, 4) and f"|{trace['time_ms']}ms|" in key
+        assert rgba.shape == (size, size, 4) and trace["time_ms"] == job.traces[key]["time_ms"]
+        assert parse_key(key).time_ms in (trace["time_ms"], None)  # None: a fraction ("50%"), the ms is the trace's
 
 
 def test_job_completes_exactly_once_and_matches_the_local_runner(both_runs):

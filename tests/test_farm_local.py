@@ -18,6 +18,7 @@ os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from farm.cli import main  # noqa: E402
+from farm.plan.keys import parse_key  # noqa: E402
 from farm.run.jobs import JobState, run_job  # noqa: E402
 from farm.run.worker import SyntheticRenderer  # noqa: E402
 from farm.store import FolderStore as Store  # noqa: E402
@@ -74,7 +75,9 @@ def check_every_frame_once(job: JobState) -> None:
     for key, digest in done.items():
         rgba, trace = read_png(store.image_path(digest))
         assert rgba.shape == (64, 64, 4)
-        assert f"|{trace['time_ms']}ms|" in key and key.split("|")[1] in (trace["sequence"], "-")
+        # the image was rendered at the trace's ms; the key names it, or the fraction ("50%") it came from
+        assert trace["time_ms"] == job.traces[key]["time_ms"] and parse_key(key).time_ms in (trace["time_ms"], None)
+        assert key.split("|")[1] in (trace["sequence"], "-")
 
 
 def test_local_run_status_and_retry(job_dir, capsys):

@@ -100,6 +100,12 @@ def test_farm_run_compares_a_manifest_that_has_goldens(tmp_path, capsys):
                  str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert "PASSED" in out and (tmp_path / "r" / "index.html").is_file()
+    # The manifest's "50%" traces are keyed by the fraction now; the committed goldens stay under the ms
+    # keys they were approved with (farm.goldens.index, Legacy keys), and answer for them unchanged.
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    percent = [t for k, t in results["traces"].items() if "|50%|" in k]
+    assert len(percent) == 6 and {t["status"] for t in percent} == {"pass"}
+    assert not any("%" in trace for trace in GoldenIndex.load(GOLDENS).traces())
     # a copy with one trace more: the new trace fails the run unless new traces are allowed
     shutil.copytree(GOLDENS, tmp_path / "g", ignore=shutil.ignore_patterns("images"))
     (tmp_path / "g" / "images").symlink_to(GOLDENS / "images")

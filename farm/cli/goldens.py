@@ -29,6 +29,7 @@ from farm.cli.common import (
 )
 from farm.compare.runs import diff_runs, results_for
 from farm.plan.batches import expand_manifest
+from farm.plan.keys import legacy_key
 from farm.plan.manifest import load_manifest
 from farm.report.serve import serve
 
@@ -237,8 +238,10 @@ def cmd_goldens(args) -> int:
         return cmd_goldens_log(args, folder, index)
     args.limit = 5 if args.limit is None else args.limit
     if args.stale:
-        keys = set(expand_manifest(load_manifest(args.stale)).traces)
-        report = G.stale(folder, keys)
+        traces = expand_manifest(load_manifest(args.stale)).traces
+        keys = set(traces)
+        legacy = {k: legacy_key(k, t.get("time_ms")) for k, t in traces.items()}  # what older goldens are under
+        report = G.stale(folder, keys, legacy)
         for trace, env in report.entries:
             scope = "generic" if env == "*" else env
             print(f"stale: {trace} [{scope}] (no trace of {args.stale} renders it)")
@@ -247,7 +250,7 @@ def cmd_goldens(args) -> int:
         for d in report.missing:
             print(f"missing image: {index.image_path(d)}")
         if args.prune and (report.entries or report.images):
-            rec, removed = G.prune(folder, keys, by=G.default_user(args.by))
+            rec, removed = G.prune(folder, keys, by=G.default_user(args.by), legacy=legacy)
             n = len(rec["changes"]) if rec else 0
             undo = f"farm approve --undo {rec['id']} --goldens {folder}" if rec else "nothing to undo"
             print(f"pruned {n} line(s) (undo with: {undo}) and {len(removed)}"

@@ -3,7 +3,9 @@
 Both give a *results* dict (JSON-ready; the reports in farm.report read only this), written next
 to the run: ``jobs/<id>/comparison.json`` for goldens, ``jobs/<id>/diff-<base id>.json`` for a diff.
 
-Per trace, against goldens (farm.goldens explains digests and environments):
+Per trace, against goldens (farm.goldens explains digests and environments; a trace's goldens are
+its key's lines or, in a scope without one, those of its legacy ms key: a percent trace approved
+before keys named fractions, farm.goldens.index **Legacy keys**):
 
 1. The trace did not render (or its image is missing): status ``error``.
 2. Its pixel digest is approved for its environment or generically: ``pass`` (match ``exact``).
@@ -49,7 +51,7 @@ from farm.compare.status import CAUSE_HINTS, statuses
 from farm.files import json_bytes
 from farm.goldens.index import GoldenIndex, env_key, now
 from farm.images import blank_reason, image_digest, png_bytes, read_png
-from farm.plan.keys import parse_key
+from farm.plan.keys import legacy_key, parse_key
 
 __all__ = [
     "FORMAT",
@@ -196,7 +198,7 @@ def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) 
         return res
     res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=t.get("render_s", frame.render_s),
                blank=frame.blank)
-    look = index.lookup(key, frame.env)
+    look = index.lookup(key, frame.env, legacy_key(key, t.get("time_ms")))  # goldens approved under ms keys
     hit = look.exact(frame.digest)
     th = Thresholds.from_dict(res["thresholds"])
     if hit is not None:

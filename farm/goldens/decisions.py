@@ -16,6 +16,7 @@ from pathlib import Path
 
 from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
 from farm.images import blank_reason, image_digest, read_png
+from farm.plan.keys import legacy_key
 
 __all__ = ["DECISIONS", "Candidate", "StaleReport", "approve", "decision_states", "golden_marks", "matches", "prune",
            "redo", "redo_target", "reject", "run_candidates", "select_traces", "stale", "undo", "undo_target"]
@@ -33,6 +34,7 @@ class Candidate:
     gl: dict | None
     blank: str | None = None  # farm.images.blank_reason of its pixels (None: something was drawn)
     missing: tuple = ()  # assets the frame drew placeholders for (the job's trace state)
+    legacy: str | None = None  # the ms key a percent trace had before (farm.plan.keys.legacy_key)
 
     @property
     def env(self) -> str:
@@ -79,7 +81,7 @@ def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]
             except (OSError, ValueError):
                 gl = None
         out.append(Candidate(key, t["digest"], data, digest, size, gl, blank_reason(rgba),
-                             tuple(t.get("missing") or ())))
+                             tuple(t.get("missing") or ()), legacy_key(key, t.get("time_ms"))))
     return out, skipped
 
 
@@ -122,7 +124,8 @@ def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str,
             change, note: str | None = None, refuse=None) -> tuple[dict | None, list[str]]:
     """The loop every decision on a run's images shares: for each stored image of `keys`, in its
     scope (generic, or with `env_scope` the environment that rendered it), `change(entry, c)` edits
-    a copy of the index line (and returns True when the image must be copied into the goldens);
+    a copy of the index line (a percent trace without one: of its legacy key's, GoldenIndex.line; the
+    decision writes the trace's own key) and returns True when the image must be copied in;
     lines that end up as they were are left alone; one log record lists every change. `refuse(c)`:
     a sentence for a candidate that must be skipped (else None)."""
     cands, skipped = run_candidates(job, keys)
@@ -140,7 +143,8 @@ def _decide(root: str | Path, job, keys: Iterable[str], action: str, *, by: str,
         for c in cands:
             scope = c.env if env_scope else GENERIC
             before = index.entry(c.trace, scope)
-            entry = canonical_entry(before or {"trace": c.trace, "env": scope})
+            start = index.line(c.trace, scope, c.legacy)  # a percent trace's legacy line (index: Legacy keys)
+            entry = canonical_entry({**start, "trace": c.trace} if start else {"trace": c.trace, "env": scope})
             needs_image = change(entry, c)
             after = canonical_entry(entry)
             if before is not None and canonical_entry(before) == after:
@@ -336,22 +340,30 @@ class StaleReport:
         return bool(self.entries or self.images)
 
 
-def stale(root: str | Path, trace_keys: Iterable[str]) -> StaleReport:
-    """Lines for traces not in `trace_keys` (a manifest's traces), unreferenced images, missing images."""
+def _in_use(index: GoldenIndex, trace_keys: Iterable[str], legacy: Mapping[str, str | None] | None):
+    return index.in_use({**dict.fromkeys(trace_keys), **(legacy or {})})
+
+
+def stale(root: str | Path, trace_keys: Iterable[str], legacy: Mapping[str, str | None] | None = None) -> StaleReport:
+    """Lines no trace of `trace_keys` (a manifest's traces) uses, unreferenced images, missing images.
+    `legacy` (trace -> farm.plan.keys.legacy_key): a legacy line still answers for a trace that has no
+    line of its own in that scope (GoldenIndex.in_use), so it is not stale until then."""
     index = GoldenIndex.load(root)
-    keys = set(trace_keys)
-    entries = sorted((k for k in index.entries if k[0] not in keys), key=_sort_key)
+    used = _in_use(index, trace_keys, legacy)
+    entries = sorted((k for k in index.entries if k not in used), key=_sort_key)
     return StaleReport(entries, index.unreferenced_images(), index.missing_images())
 
 
-def prune(root: str | Path, trace_keys: Iterable[str], *, by: str) -> tuple[dict | None, list[Path]]:
-    """Remove the stale lines (logged, so --undo restores them) and then the images no line
+def prune(root: str | Path, trace_keys: Iterable[str], *, by: str,
+          legacy: Mapping[str, str | None] | None = None) -> tuple[dict | None, list[Path]]:
+    """Remove the stale lines (`stale`; logged, so --undo restores them) and then the images no line
     approves (not undoable: version control has them). Returns the log record and removed files."""
-    keys = set(trace_keys)
+    keys = list(trace_keys)
     rec = None
     with locked(root) as index:
         changes = []
-        for k in sorted((k for k in index.entries if k[0] not in keys), key=_sort_key):
+        used = _in_use(index, keys, legacy)
+        for k in sorted((k for k in index.entries if k not in used), key=_sort_key):
             changes.append({"trace": k[0], "env": k[1], "before": index.entries[k], "after": None})
             index.set_entry(k[0], k[1], None)
         if changes:

@@ -42,6 +42,14 @@ in either is a known-bad image (the environment's own decision wins when both na
 and the inexact comparison uses the environment's approved images when it has any, else the
 generic ones.
 
+**Legacy keys.** A trace whose time is a fraction of its sequence (``...|Stand|50%|...``, farm.plan.keys)
+was keyed by its resolved ms before (``...|Stand|1000ms|...``). In a scope where the index has no line
+for such a trace, `lookup` answers from the line of its legacy key (`farm.plan.keys.legacy_key`, from
+the ms this run resolved), so goldens approved then still compare. A decision on such a trace starts
+from that line (farm.goldens.decisions: `--add` keeps its approvals, an image approved there keeps its
+record) and writes the trace's own key; the legacy line is then stale (`in_use`; `farm goldens
+--stale MANIFEST --prune` removes it).
+
 Writers take an exclusive lock on the folder (flock), reload, change the index, append one line
 to the log (farm.files.append_line: whole or absent, fsync'd) and then rewrite the index atomically,
 so `farm serve` and a `farm approve` in a terminal never lose each other's decisions.
@@ -337,9 +345,25 @@ class GoldenIndex:
     def entry(self, trace: str, env: str = GENERIC) -> dict | None:
         return self.entries.get((trace, env))
 
-    def lookup(self, trace: str, env: str) -> Lookup:
-        own = self.entries.get((trace, env)) if env != GENERIC else None
-        return Lookup(trace, env, own, self.entries.get((trace, GENERIC)))
+    def line(self, trace: str, env: str, legacy: str | None = None) -> dict | None:
+        """The line of `trace` in scope `env`, else the one of its `legacy` key (farm.plan.keys.legacy_key)."""
+        own = self.entries.get((trace, env))
+        return own if own is not None or legacy is None else self.entries.get((legacy, env))
+
+    def lookup(self, trace: str, env: str, legacy: str | None = None) -> Lookup:
+        """What the index says about `trace` in `env`. `legacy`: the key a percent trace had before keys
+        named fractions; a scope with no line for `trace` uses that key's line (see **Legacy keys**)."""
+        own = self.line(trace, env, legacy) if env != GENERIC else None
+        return Lookup(trace, env, own, self.line(trace, GENERIC, legacy))
+
+    def in_use(self, legacy: Mapping[str, str | None]) -> set[tuple[str, str]]:
+        """The lines (trace, env) that a lookup of the traces `legacy` (trace key -> its legacy key or
+        None) can answer from: each trace's own lines and, in a scope where it has none, its legacy key's."""
+        envs = self.envs()
+        used = {(t, e) for t in legacy for e in envs if (t, e) in self.entries}
+        used |= {(old, e) for t, old in legacy.items() if old for e in envs if (t, e) not in self.entries
+                 and (old, e) in self.entries}
+        return used
 
     def traces(self) -> set[str]:
         return {t for t, _ in self.entries}

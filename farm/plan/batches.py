@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from farm.compare.status import UNLOADABLE
 from farm.files import file_digest
-from farm.plan.keys import trace_key
+from farm.plan.keys import percent_text, trace_key
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
 from farm.settings import RenderSettings, env_int
 from renderer.anim import find_sequence as _find_sequence
@@ -38,8 +38,8 @@ DEFAULT_MAX_FRAMES = 200_000
 DEFAULT_BATCH_FRAMES = 48
 
 __all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "error_text", "expand_manifest", "expand_plan",
-           "find_sequence", "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_times",
-           "sequence_label"]
+           "find_sequence", "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_stamps",
+           "resolve_times", "sequence_label"]
 
 
 class TooManyFrames(ValueError):
@@ -66,7 +66,7 @@ def batch_frames(environ=None) -> int:
     return env_int("FARM_BATCH_FRAMES", DEFAULT_BATCH_FRAMES, environ, minimum=1)
 
 
-def chunks(times: list[int], size: int) -> list[list[int]]:
+def chunks(times: list, size: int) -> list[list]:
     """`times` (ascending) in runs of at most `size`, as even as possible: 100 by 48 is 34, 33, 33."""
     n = max(1, -(-len(times) // size))
     base, extra = divmod(len(times), n)
@@ -83,9 +83,17 @@ def max_frames(environ=None) -> int:
     return env_int("FARM_MAX_FRAMES", DEFAULT_MAX_FRAMES, environ, minimum=1)
 
 
-def resolve_times(plan: ModelPlan, length_ms: int, limit: int | None = None) -> list[int]:
-    """The plan's timestamps for a sequence `length_ms` long: ms as given, fractions of the length
-    rounded to the nearest ms, or every N ms from 0 to the length; sorted, without repeats.
+def resolve_stamps(plan: ModelPlan, length_ms: int, limit: int | None = None,
+                   sequence: bool = True) -> list[tuple[int, int | str]]:
+    """The plan's timestamps for a sequence `length_ms` long, as (ms, what the trace key names): ms as
+    given (``(500, 500)``), fractions of the length rounded to the nearest ms (``(1000, "50%")``: the
+    key names the fraction, so it does not change with the length), or every N ms from 0 to the
+    length; sorted by ms. Two stamps at the same ms (``0`` and ``"0%"``) are two traces.
+
+    Without a sequence (`sequence` False: the bind pose, or a model or sequence not found when
+    planning) there is nothing to take a fraction of: every fraction is 0 ms, keyed in ms, one trace
+    per ms (as keys always were for them), so a model without animations renders once, not once per
+    fraction.
 
     The count is known before the list is built: more than `limit` (default `max_frames()`) is a
     TooManyFrames error, never a list that fills the memory."""
@@ -96,14 +104,21 @@ def resolve_times(plan: ModelPlan, length_ms: int, limit: int | None = None) -> 
         if count > limit:
             raise TooManyFrames(f"{plan.rel}: every = {plan.every} over a sequence of {length} ms is {count:,} frames,"
                                 f" more than the cap of {limit:,} per job (FARM_MAX_FRAMES)")
-        return list(range(0, length + 1, plan.every))
-    out = set()
+        return [(t, t) for t in range(0, length + 1, plan.every)]
+    out: dict[int | str, int] = {}
     for t in plan.timestamps or (0,):
         if isinstance(t, str) and t.endswith("%"):
-            out.add(int(round(float(t[:-1]) / 100.0 * length)))
+            ms = int(round(float(t[:-1]) / 100.0 * length))
+            out[percent_text(t) if sequence else ms] = ms
         else:
-            out.add(int(t))
-    return sorted(out)
+            out[int(t)] = int(t)
+    return sorted(((ms, label) for label, ms in out.items()),
+                  key=lambda s: (s[0], isinstance(s[1], str), float(str(s[1]).rstrip("%"))))
+
+
+def resolve_times(plan: ModelPlan, length_ms: int, limit: int | None = None) -> list[int]:
+    """The ms of `resolve_stamps`, without repeats."""
+    return sorted({ms for ms, _ in resolve_stamps(plan, length_ms, limit)})
 
 
 @dataclass
@@ -215,12 +230,14 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     rs = plan.settings
     common = dict(settings=rs, stop_at=plan.root, missing=plan.missing)
 
-    def keys_for(seq_name, times):
-        return [trace_key(plan.rel, seq_name, t, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
-                          rs.missing_textures, rs.lighting, rs.lights, rs.events) for t in times]
+    def batch(digest, sequence, name, stamps, provisional=False):
+        keys = [trace_key(plan.rel, name, label, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
+                          rs.missing_textures, rs.lighting, rs.lights, rs.events) for _, label in stamps]
+        return Batch(plan.path, plan.rel, digest, sequence, name, [ms for ms, _ in stamps], keys,
+                     provisional=provisional, **common)
 
-    def provisional_times():
-        return resolve_times(plan, 0) if plan.every is None else [0]
+    def provisional_stamps():  # no sequence to take fractions of (resolve_stamps)
+        return resolve_stamps(plan, 0, sequence=False) if plan.every is None else [(0, 0)]
 
     unloadable: dict[str, str] = {}
     unknown: list = []
@@ -230,10 +247,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
         unloadable[plan.rel] = f"{plan.rel} does not load: {error_text(e)}"
         selectors = [None] if plan.sequences == "all" else list(plan.sequences)
         for sel in selectors:
-            times = provisional_times()
-            name = None if sel is None else str(sel)
-            batches.append(Batch(plan.path, plan.rel, None, sel, name, times, keys_for(name, times),
-                                 provisional=True, **common))
+            batches.append(batch(None, sel, None if sel is None else str(sel), provisional_stamps(), True))
     else:
         n = len(model.sequences)
         if plan.sequences == "all":
@@ -243,26 +257,22 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
         seen = set()
         for sel in selected:
             if sel is None:
-                batches.append(Batch(plan.path, plan.rel, digest, None, None, resolve_times(plan, 0),
-                                     keys_for(None, resolve_times(plan, 0)), **common))
+                batches.append(batch(digest, None, None, resolve_stamps(plan, 0, sequence=False)))
                 continue
             try:
                 index = sel if plan.sequences == "all" else find_sequence(model, sel)
             except ValueError as e:  # not in this model: a manifest error (or, on a retry, failed frames)
                 unknown.append((sel, list(getattr(e, "available", None) or [s.name for s in model.sequences])))
-                times = provisional_times()
-                batches.append(Batch(plan.path, plan.rel, digest, str(sel), str(sel), times,
-                                     keys_for(str(sel), times), provisional=True, **common))
+                batches.append(batch(digest, str(sel), str(sel), provisional_stamps(), True))
                 continue
             if index in seen:
                 continue
             seen.add(index)
             start, end = model.sequences[index].interval
-            times = resolve_times(plan, int(end) - int(start))
+            stamps = resolve_stamps(plan, int(end) - int(start))
             label = sequence_label(model, index)
-            for part in chunks(times, batch_frames()):
-                batches.append(Batch(plan.path, plan.rel, digest, index, label, part, keys_for(label, part),
-                                     **common))
+            for part in chunks(stamps, batch_frames()):
+                batches.append(batch(digest, index, label, part))
     traces: dict[str, dict] = {}
     for b in batches:
         for t, k in zip(b.times, b.keys, strict=True):

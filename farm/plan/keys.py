@@ -4,14 +4,23 @@ A trace key names everything a manifest decides about a frame, as one stable str
 
     models/crate.mdx|Stand|500ms|auto|64x64|msaa0|team0|transparent
 
-(model path relative to the manifest, sequence name, ms from the sequence start, camera, size,
+(model path relative to the manifest, sequence name, time, camera, size,
 MSAA, team colour, background; ``|white`` is appended when missing textures are drawn plain white
 instead of the default checker, ``|lighting=NAME`` when the lighting rule is not the default
 one, renderer.rules.DEFAULT_LIGHTING, and ``|lights=model`` / ``|events=model`` when the model's
 own lights or event visuals are drawn). '|' and '%' inside names are percent-escaped. A model with no
-sequences has the sequence ``-`` (bind pose). The model's content hash, renderer version and GL
-environment complete the trace in each image's metadata; they are not in the key, so a golden can
-follow a trace across model edits and Mesa upgrades.
+sequences has the sequence ``-`` (bind pose).
+
+The time is ms from the sequence start (``500ms``), or, for a manifest timestamp given as a fraction
+of the sequence, that fraction as the manifest wrote it (``50%``, `percent_text`): the trace keeps its
+key when the sequence's length changes (the frame changes, the trace does not), and the resolved ms is
+in the trace record (the job's ``time_ms``, the image's trace), never in the key; `TraceKey.time_ms`
+is None for such a key. `legacy_key` gives the ms key the planner made for it before keys named
+fractions, so goldens approved under that key still answer (farm.goldens.index.GoldenIndex.lookup).
+
+The model's content hash, renderer version and GL environment complete the trace in each image's
+metadata; they are not in the key, so a golden can follow a trace across model edits and Mesa
+upgrades.
 
 `trace_key` builds a key, `parse_key` takes one apart into a `TraceKey` (`str(parse_key(k)) == k`
 for every key `trace_key` makes). Code that needs the model or the sequence of a key calls
@@ -21,11 +30,11 @@ for every key `trace_key` makes). Code that needs the model or the sequence of a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from renderer.rules import DEFAULT_LIGHTING
 
-__all__ = ["TraceKeyError", "TraceKey", "parse_key", "trace_key"]
+__all__ = ["TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "trace_key"]
 
 NO_SEQUENCE = "-"
 
@@ -42,11 +51,17 @@ class TraceKeyError(ValueError):
     """A string that is not a trace key."""
 
 
+def percent_text(value: float | str) -> str:
+    """A fraction of a sequence as keys (and manifests) spell it: ``50%``, ``12.5%`` (from 50, "50.0%", ...)."""
+    text = str(value).strip()
+    return f"{float(text[:-1] if text.endswith('%') else text):g}%"
+
+
 @dataclass(frozen=True)
 class TraceKey:
     model: str
     sequence: str | None  # None: bind pose
-    time_ms: int
+    time_ms: int | None  # None for a fraction of the sequence (`time_pct`): its ms is in the trace record
     camera: str
     width: int
     height: int
@@ -57,9 +72,11 @@ class TraceKey:
     lighting: str = DEFAULT_LIGHTING
     lights: str = "off"
     events: str = "off"
+    time_pct: str | None = None  # "50%": a fraction of the sequence's length (percent_text), not ms
 
     def __str__(self) -> str:
-        return trace_key(self.model, self.sequence, self.time_ms, self.camera, self.width, self.height, self.msaa,
+        time = self.time_ms if self.time_pct is None else self.time_pct
+        return trace_key(self.model, self.sequence, time, self.camera, self.width, self.height, self.msaa,
                          self.team, self.background, self.missing_textures, self.lighting, self.lights, self.events)
 
     @property
@@ -68,10 +85,18 @@ class TraceKey:
         return str(self).split("|", 1)[1]
 
 
-def trace_key(model: str, sequence: str | None, time_ms: int, camera: str, width: int, height: int, msaa: int,
+def _time_part(time: int | str) -> str:
+    """``500ms`` for ms, ``50%`` for a fraction of the sequence ("50%", as the manifest gives it)."""
+    if isinstance(time, str) and time.strip().endswith("%"):
+        return percent_text(time)
+    return f"{int(time)}ms"
+
+
+def trace_key(model: str, sequence: str | None, time_ms: int | str, camera: str, width: int, height: int, msaa: int,
               team: int, background: str, missing_textures: str = "checker", lighting: str = DEFAULT_LIGHTING,
               lights: str = "off", events: str = "off") -> str:
-    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), f"{int(time_ms)}ms", _esc(camera),
+    """The key of a frame; `time_ms` is ms, or a fraction of the sequence as a string ("50%")."""
+    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), _time_part(time_ms), _esc(camera),
              f"{int(width)}x{int(height)}", f"msaa{int(msaa)}", f"team{int(team)}", background]
     if missing_textures != "checker":
         parts.append(missing_textures)
@@ -85,6 +110,7 @@ def trace_key(model: str, sequence: str | None, time_ms: int, camera: str, width
 
 
 _TIME = re.compile(r"(-?\d+)ms")
+_PCT = re.compile(r"\d+(?:\.\d+)?(?:e-\d+)?%")
 _SIZE = re.compile(r"(\d+)x(\d+)")
 
 
@@ -99,9 +125,24 @@ def parse_key(key: str) -> TraceKey:
     missing, lighting, lights, events = extras["missing"], extras["lighting"], extras["lights"], extras["events"]
     model, seq, time, camera, size, msaa, team, background = parts[:8]
     t, s = _TIME.fullmatch(time), _SIZE.fullmatch(size)
-    if not (t and s and msaa.startswith("msaa") and msaa[4:].isdigit() and team.startswith("team")
+    pct = time if t is None and _PCT.fullmatch(time) and percent_text(time) == time else None
+    if not ((t or pct) and s and msaa.startswith("msaa") and msaa[4:].isdigit() and team.startswith("team")
             and team[4:].isdigit()):
         raise TraceKeyError(f"{key!r} is not a trace key (model|sequence|time|camera|size|msaa|team|background)")
-    return TraceKey(_unesc(model), None if seq == NO_SEQUENCE else _unesc(seq), int(t.group(1)), _unesc(camera),
-                    int(s.group(1)), int(s.group(2)), int(msaa[4:]), int(team[4:]), background, missing, lighting,
-                    lights, events)
+    return TraceKey(_unesc(model), None if seq == NO_SEQUENCE else _unesc(seq), int(t.group(1)) if t else None,
+                    _unesc(camera), int(s.group(1)), int(s.group(2)), int(msaa[4:]), int(team[4:]), background,
+                    missing, lighting, lights, events, pct)
+
+
+def legacy_key(key: str, time_ms: int | None) -> str | None:
+    """The key the planner made, before keys named fractions, for the trace `key` (a fraction of its
+    sequence) rendered at `time_ms`: the same key with the resolved ms as its time (``...|Stand|1000ms|...`` for
+    ``...|Stand|50%|...`` at 1000 ms), what goldens approved then are filed under. None for a key in
+    ms (its own key), one that does not parse, or an unknown `time_ms`."""
+    try:
+        k = parse_key(key)
+    except TraceKeyError:
+        return None
+    if k.time_pct is None or isinstance(time_ms, bool) or not isinstance(time_ms, int):
+        return None
+    return str(replace(k, time_ms=time_ms, time_pct=None))

@@ -10,7 +10,9 @@
     missing_textures = "checker"      # or "white"
     sequences = "all"                 # or names (and/or indices): ["Stand", "Walk"]
     # sequences = ["Portrait", "Stand", "first"]   # a fallback: the first of these the model has
-    timestamps = [0, "50%", "100%"]   # ms from the sequence start, or fractions of its length
+    timestamps = [0, "50%", "100%"]   # ms from the sequence start, or fractions of its length (the
+                                      # trace key names the fraction: ...|Stand|50%|..., so it stays
+                                      # the same trace when the sequence's length changes)
     # every = 100                     # instead of timestamps: 0, 100, 200, ... up to the length
 
     [thresholds]                      # comparison thresholds, carried for the golden step
@@ -68,6 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.compare.metrics import Thresholds
+from farm.plan.keys import percent_text
 from farm.settings import (
     RenderSettings,
     SettingError,
@@ -457,7 +460,7 @@ def _timestamps(ctx: _Ctx, key: tuple, value) -> tuple:
             m = _FRACTION.fullmatch(v)
             if not m or not 0.0 <= float(m.group(1)) <= 100.0:
                 raise ctx.error(key, f"{_where(key)}[{i}] must be a fraction from \"0%\" to \"100%\", not {v!r}")
-            out.append(f"{float(m.group(1)):g}%")
+            out.append(percent_text(m.group(1)))  # as the trace key names it
         else:
             raise ctx.error(key, f"{_where(key)}[{i}] must be an integer (ms) or a fraction such as \"50%\", not"
                                  f" {_type_name(v)} {v!r}")
