@@ -6,7 +6,7 @@ and without AOF) and real `celery worker` processes that the tests stop (SIGSTOP
   redeliveries that did not die (a stopped process, a soft time limit) are not counted as deaths;
 - a batch killed by Celery's hard time limit keeps the frames it had rendered;
 - a pool process stopped before it accepts its batch is killed after the hard limit (billiard arms
-  the limits only on acceptance) and the batch runs elsewhere, once;
+  the limits only on acceptance) and the batch runs elsewhere, once; so is one stuck in its start-up;
 - `farm retry --pending` while the batches are still queued follows them: each frame renders once;
 - Redis restarted empty mid-job (no AOF): the client sends the lost batches again and ends, each
   frame rendered once.
@@ -58,6 +58,17 @@ def counting_renderer():
             return getattr(inner, name)
 
     return Counting()
+
+
+def stuck_once_renderer():
+    """FARM_RENDERER=test_celery_forward:stuck_once_renderer: the first pool process to start never
+    finishes its start-up (a driver that hangs); the next ones count their renders."""
+    marker = Path(os.environ[RENDER_LOG]).with_suffix(".stuck")
+    try:
+        os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return counting_renderer()
+    time.sleep(3600)
 
 
 def _manifest(tmp_path: Path, frames: int, name: str = "forward") -> Path:
@@ -272,6 +283,28 @@ def test_a_pool_process_stopped_before_it_accepts_is_killed_after_the_hard_limit
     assert f"no process accepted it (stopped or stuck): killing pool process(es) {stopped}," in log
     assert {t["status"] for t in _job(out)["traces"].values()} == {"done"}
     assert _renders(tmp_path) == 12  # the stopped process rendered nothing; nothing rendered twice
+
+
+@needs_redis
+def test_a_pool_process_stuck_in_its_start_up_is_replaced(redis_server, tmp_path):
+    manifest = _manifest(tmp_path, 8)
+    env = _counting_env(redis_server.url, tmp_path, FARM_SOFT_TIME_LIMIT="3", FARM_TIME_LIMIT="5",
+                        FARM_VISIBILITY_TIMEOUT="120", FARM_BATCH_FRAMES="4", FARM_SYNTHETIC_DELAY_MS="20")
+    env["FARM_RENDERER"] = "test_celery_forward:stuck_once_renderer"
+    worker = _worker(env, "forward-stuck", tmp_path / "w.log")
+    out = tmp_path / "out"
+    try:
+        _wait_for(lambda: " ready." in (tmp_path / "w.log").read_text(), 60, "the worker did not start")
+        (stuck,) = _pool(worker)
+        client = _farm(["run", str(manifest), "--out", str(out), "--broker", redis_server.url, "--no-compare",
+                        "--no-progress"], env, tmp_path)
+        outs, errs = client.communicate(timeout=100)  # before: the batch waited for that process forever
+    finally:
+        _stop(worker)
+    log = (tmp_path / "w.log").read_text()
+    assert client.returncode == 0, (outs, errs, log[-3000:])
+    assert f"no process accepted it (stopped or stuck): killing pool process(es) {stuck}," in log
+    assert {t["status"] for t in _job(out)["traces"].values()} == {"done"} and _renders(tmp_path) == 8
 
 
 @needs_redis
