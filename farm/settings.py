@@ -86,6 +86,7 @@ __all__ = [
     "containing_root",
     "default_goldens",
     "default_out",
+    "default_reports",
     "redact_url",
     "env_int",
     "find_project",
@@ -539,7 +540,8 @@ def project(start: str | Path | None = None) -> Project | None:
         value = data.get(key)
         if value is None:
             return None
-        return str((base / _str(value, f"{path}: {key!r}")).absolute())
+        text = _str(value, f"{path}: {key!r}")
+        return text if "://" in text else str((base / text).absolute())  # a URL (s3://...) is no folder
 
     defaults = data.get("defaults") or {}
     if not isinstance(defaults, dict):
@@ -559,6 +561,16 @@ def default_out(environ: Mapping[str, str] | None = None) -> str:
         return env["FARM_OUT"]
     proj = project()
     return (proj.store if proj and proj.store else None) or DEFAULT_OUT
+
+
+def default_reports(environ: Mapping[str, str] | None = None) -> str:
+    """Where nightly reports go when none is given: FARM_NIGHTLY_REPORTS, else <store>/nightly for a
+    folder store, else ./farm-out/nightly (reports are files to publish, even when the store is a URL)."""
+    env = os.environ if environ is None else environ
+    if env.get("FARM_NIGHTLY_REPORTS"):
+        return env["FARM_NIGHTLY_REPORTS"]
+    out = default_out(env)
+    return str(Path(DEFAULT_OUT if "://" in out else out) / "nightly")
 
 
 def default_goldens(environ: Mapping[str, str] | None = None) -> str | None:

@@ -372,3 +372,17 @@ def test_delivery_counts_from_many_processes_all_count(store_env):
     assert sorted(pid for _, pid in store.unfinished("j", "b")) == sorted(pid for pid in pids if pid % 2 == 0)
     store.reset_batch("j", "b")
     assert store.deliveries("j", "b") == 0 and store.unfinished("j", "b") == []
+
+
+def test_farm_out_and_the_project_file_name_an_s3_store(s3, tmp_path):
+    from farm.settings import DEFAULT_OUT, default_reports
+
+    env = {**s3.env, "FARM_OUT": f"s3://{BUCKET}/from-env"}
+    r = _farm(s3, tmp_path, "status", "nosuch", env=env)
+    assert r.returncode != 0 and f"no job 'nosuch' in s3://{BUCKET}/from-env" in r.stderr, r.stderr
+    (tmp_path / "farm.toml").write_text(f'store = "s3://{BUCKET}/from-project"\n')
+    r = _farm(s3, tmp_path, "status", "nosuch")
+    assert r.returncode != 0 and f"no job 'nosuch' in s3://{BUCKET}/from-project" in r.stderr, r.stderr
+    # nightly reports are files to publish: with a URL store they stay a local folder
+    assert default_reports({"FARM_OUT": f"s3://{BUCKET}/p"}) == str(Path(DEFAULT_OUT) / "nightly")
+    assert default_reports({"FARM_OUT": "/srv/out"}) == "/srv/out/nightly"

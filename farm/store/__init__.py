@@ -31,7 +31,7 @@ def open_store(location: str | Path | Store) -> Store:
         return location
     text = str(location)
     if text.startswith("s3://"):
-        from farm.store.s3 import S3Store
+        from farm.store.s3 import S3Store  # lazily: it imports boto3, which a folder store never needs
 
         return S3Store(text)
     if text.startswith("file://"):
