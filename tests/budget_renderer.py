@@ -1,6 +1,6 @@
 """A renderer for the budget tests (FARM_RENDERER=budget_renderer:factory): the real GL renderer,
 except for models named slow.* (a Python loop that never ends), stuck.* (a call that SIGALRM cannot
-interrupt) and hog.* (an 8 GiB array)."""
+interrupt), hog.* (an 8 GiB array) and grow.* (a list that grows forever, one small int at a time)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,10 @@ class BudgetRenderer(Renderer):
             time.sleep(3600)
         if stem == "hog":
             np.ones(8 << 30, np.uint8)
+        if stem == "grow":  # memory that grows in small steps (a loop sized by a corrupt count)
+            starts = [0]
+            while True:
+                starts.append(starts[-1] + 8)
         return super().render(model, spec, model_digest)
 
 

@@ -80,6 +80,24 @@ def test_a_frame_over_its_time_or_memory_budget_fails_alone(models, tmp_path, mo
     assert took < 60, f"the job took {took:.0f} s"
 
 
+def test_memory_growing_in_small_steps_fails_each_frame_on_the_memory_budget(models, tmp_path, monkeypatch):
+    """Issue 23: a loop growing a list to the RLIMIT_DATA cap left the worker at the cap at 100% CPU,
+    past the frame time limit, until the runner killed it (and the batch "died"); now each frame
+    fails on the memory budget while there is room to unwind, and the next frame runs."""
+    shutil.copy(models / "models" / "filter_modes.mdx", models / "models" / "grow.mdx")
+    manifest = models / "grow.toml"
+    manifest.write_text('name = "grow"\nsize = "16x16"\ntimestamps = [0, 100, 200]\n'
+                        '[[models]]\npaths = ["models/crate.mdx", "models/grow.mdx"]\n')
+    budget_renderer(monkeypatch, FARM_FRAME_TIME_LIMIT=120, FARM_MEMORY_LIMIT_MB=700, FARM_STALL_GRACE_S=1)
+    job = run_job(manifest, out=tmp_path / "out", workers=1, broker="local", progress=False)
+    status = [(k.split("|")[0], t["status"], t["error"]) for k, t in job.traces.items()]
+    assert {s for m, s, _ in status if m == "models/crate.mdx"} == {"done"}
+    grow = [(s, e) for m, s, e in status if m == "models/grow.mdx"]
+    assert len(grow) >= 3 and all(
+        s == "failed" and "grow.mdx at" in e and "limit of 700 MiB per worker process (FARM_MEMORY_LIMIT_MB)" in e
+        for s, e in grow), grow
+
+
 def test_a_worker_stuck_where_no_signal_reaches_is_stopped_and_its_batch_fails(models, tmp_path, monkeypatch):
     shutil.copy(models / "models" / "filter_modes.mdx", models / "models" / "stuck.mdx")
     manifest = models / "stuck.toml"
