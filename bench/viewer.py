@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import itertools
 import json
 import shutil
 import struct
@@ -163,5 +164,11 @@ def camera_job(rel: str, size: int, cam, seq: int | None, background: str) -> di
             "sequence": -1 if seq is None else seq, "background": rgb}
 
 
+_LOADS = itertools.count()
+
+
 def page_url(port: int, bundle: Path, job: dict) -> str:
-    return f"http://127.0.0.1:{port}/{page_name(Path(bundle))}#" + urllib.parse.quote(json.dumps(job))
+    """The page of `bundle` with `job` in its fragment, and a query of its own: a URL that differs from
+    the one before only in its fragment is not loaded again (the old page and its window.* would stay)."""
+    return (f"http://127.0.0.1:{port}/{page_name(Path(bundle))}?load={next(_LOADS)}#"
+            + urllib.parse.quote(json.dumps(job)))
