@@ -386,3 +386,49 @@ def test_farm_out_and_the_project_file_name_an_s3_store(s3, tmp_path):
     # nightly reports are files to publish: with a URL store they stay a local folder
     assert default_reports({"FARM_OUT": f"s3://{BUCKET}/p"}) == str(Path(DEFAULT_OUT) / "nightly")
     assert default_reports({"FARM_OUT": "/srv/out"}) == "/srv/out/nightly"
+
+
+def test_farm_serve_shows_and_approves_a_run_held_in_s3(s3, tmp_path):
+    import re
+    import urllib.request
+
+    from farm.goldens import GoldenIndex
+
+    m = _manifest(tmp_path, "[0]", "16x16")
+    env = _synthetic_env(s3, FARM_SYNTHETIC_DELAY_MS="0", FARM_SERVE_TOKEN="s3-serve-token", FARM_USER="s3")
+    url = f"s3://{BUCKET}/serve"
+    r = _farm(s3, tmp_path, "run", str(m), "--out", url, "--job-id", "sv", "--no-compare", "--no-progress", env=env)
+    assert r.returncode == 0, r.stderr
+    index = _index(s3, "serve", "sv")
+    goldens = tmp_path / "goldens"
+    proc = subprocess.Popen([sys.executable, "-m", "farm", "serve", "sv", "--out", url, "--goldens", str(goldens),
+                             "--port", "0", "--allow-new"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, cwd=tmp_path)
+    try:
+        line = proc.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + proc.stdout.read() if proc.poll() is not None else line
+        base = re.search(r"http://127\.0\.0\.1:\d+/", line).group(0)
+        head = {"X-Farm-Token": "s3-serve-token"}
+        with urllib.request.urlopen(urllib.request.Request(base, headers=head), timeout=30) as page:
+            html = page.read().decode()
+        srcs = [s for s in re.findall(r'src="([^"]+\.png)"', html) if not s.startswith("http")]
+        assert srcs, html[:2000]
+        served = set()
+        for src in srcs:
+            with urllib.request.urlopen(urllib.request.Request(base + src.lstrip("./"), headers=head),
+                                        timeout=30) as img:
+                served.add(hashlib.sha256(img.read()).hexdigest())
+        assert served == set(index.values())  # the frames, out of the bucket
+        key = sorted(index)[0]
+        req = urllib.request.Request(base + "api/approve", data=json.dumps({"key": key}).encode(), method="POST",
+                                     headers={**head, "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert json.loads(resp.read())["ok"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    from farm.goldens.index import LOG_NAME
+
+    assert GoldenIndex.load(goldens).entry(key)["approved"][0]["run"] == "sv"
+    record = json.loads((goldens / LOG_NAME).read_text().splitlines()[-1])
+    assert record["run"] == "sv" and record["store"] == url and record["by"] == "s3"
