@@ -329,7 +329,7 @@ def test_the_image_is_built_in_two_stages_and_ships_no_tests():
     assert len(stages) == 2 and stages[0].startswith("${PYTHON_IMAGE} AS build")
     assert re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim-bookworm$", text, re.M)
     runtime = "\n".join(ln for ln in stages[1].splitlines() if not ln.lstrip().startswith("#"))  # no comments
-    assert "pip install --no-index --find-links /wheels modelfarm" in runtime
+    assert "pip install --no-index --find-links /wheels 'modelfarm[s3]'" in runtime  # the S3 store's boto3 too
     assert "COPY . ." not in text and " -e " not in text and "[test]" not in text
     for word in ("tests", "bench", "pytest", "hypothesis", "ruff"):
         assert not re.search(rf"\b{word}\b", runtime), word
