@@ -26,11 +26,17 @@ class BudgetRenderer(Renderer):
             time.sleep(3600)
         if stem == "hog":
             np.ones(8 << 30, np.uint8)
-        if stem == "grow":  # memory that grows in small steps (a loop sized by a corrupt count)
-            starts = [0]
-            while True:
-                starts.append(starts[-1] + 8)
+        if stem == "grow":  # memory that grows in small steps, in a texture decoder (a loop sized by a corrupt count)
+            import renderer.texture_set as texture_set
+
+            texture_set.decode_asset_chain = _growing_decoder
         return super().render(model, spec, model_digest)
+
+
+def _growing_decoder(asset):
+    starts = [128]
+    for k in range(1, 0xFFFFFFFF):  # what decode_dds_chain did with a mip count of 0xFFFFFFFF
+        starts.append(starts[-1] + 8 * max(1, 8 >> k))
 
 
 def factory():

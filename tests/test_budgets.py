@@ -88,7 +88,7 @@ def test_memory_growing_in_small_steps_fails_each_frame_on_the_memory_budget(mod
     manifest = models / "grow.toml"
     manifest.write_text('name = "grow"\nsize = "16x16"\ntimestamps = [0, 100, 200]\n'
                         '[[models]]\npaths = ["models/crate.mdx", "models/grow.mdx"]\n')
-    budget_renderer(monkeypatch, FARM_FRAME_TIME_LIMIT=120, FARM_MEMORY_LIMIT_MB=700, FARM_STALL_GRACE_S=1)
+    budget_renderer(monkeypatch, FARM_FRAME_TIME_LIMIT=30, FARM_MEMORY_LIMIT_MB=700, FARM_STALL_GRACE_S=1)
     job = run_job(manifest, out=tmp_path / "out", workers=1, broker="local", progress=False)
     status = [(k.split("|")[0], t["status"], t["error"]) for k, t in job.traces.items()]
     assert {s for m, s, _ in status if m == "models/crate.mdx"} == {"done"}
