@@ -432,3 +432,35 @@ def test_farm_serve_shows_and_approves_a_run_held_in_s3(s3, tmp_path):
     assert GoldenIndex.load(goldens).entry(key)["approved"][0]["run"] == "sv"
     record = json.loads((goldens / LOG_NAME).read_text().splitlines()[-1])
     assert record["run"] == "sv" and record["store"] == url and record["by"] == "s3"
+
+
+def test_thumbnails_into_s3_are_incremental_and_drop_what_is_gone(s3, tmp_path):
+    from renderer.samples import write_samples
+
+    models = tmp_path / "models"
+    write_samples(models)
+    env = _synthetic_env(s3, FARM_SYNTHETIC_DELAY_MS="0")
+    url = f"s3://{BUCKET}/thumbs"
+
+    def thumbnails() -> subprocess.CompletedProcess:
+        r = _farm(s3, tmp_path, "thumbnails", str(models), "-o", url, "--size", "32", "--workers", "1",
+                  "--no-progress", env=env)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"-> {url}/index.html" in r.stdout
+        return r
+
+    thumbnails()
+    keys = s3.keys("thumbs")
+    index = json.loads(s3.get("thumbs/index.json"))
+    done = [e for e in index["models"] if e["status"] == "done"]
+    assert done and "index.html" in keys and ".farm/state.json" in keys and ".farm/lock" not in keys
+    for e in done:
+        assert e["thumbnail"] in keys
+    again = thumbnails()  # the state came back from the bucket: nothing renders twice
+    assert f"{len(done)} up to date" in again.stdout or f", {len(done)} up to date" in again.stdout, again.stdout
+    gone = next(e for e in done if e["path"].endswith(".mdx"))
+    (models / gone["path"]).unlink()
+    thumbnails()
+    keys = s3.keys("thumbs")
+    assert gone["thumbnail"] not in keys
+    assert all(e["id"] != gone["id"] for e in json.loads(s3.get("thumbs/index.json"))["models"])

@@ -53,7 +53,7 @@ from farm.files import atomic_write, json_bytes
 from farm.store.base import merge_batch_results
 from farm.store.documents import StoreError, check_batch_result, check_job, read_document
 
-__all__ = ["MAX_ATTEMPTS", "S3Store", "parse_s3_url"]
+__all__ = ["MAX_ATTEMPTS", "S3Store", "TreeMirror", "parse_s3_url"]
 
 MAX_ATTEMPTS = 10  # botocore standard mode: backoff min(random * 2**n, 20) s between attempts
 CAS_ATTEMPTS = 100  # rounds of read-merge-write a batch result gets against concurrent writers
@@ -178,8 +178,11 @@ class S3Store:
             token = r["NextContinuationToken"]
 
     def _delete_under(self, rel_prefix: str) -> None:
-        keys = [self.key(rel_prefix + k) for k in self._list(rel_prefix)]
-        for i in range(0, len(keys), 1000):
+        self._delete([rel_prefix + k for k in self._list(rel_prefix)])
+
+    def _delete(self, rels: list[str]) -> None:
+        keys = [self.key(rel) for rel in rels]
+        for i in range(0, len(keys), 1000):  # DeleteObjects takes at most 1000 keys
             self._call("delete_objects", Delete={"Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
 
     # --- layout (store-relative, as the folder store's)
@@ -381,6 +384,51 @@ class S3Store:
         path = self._cache / norm
         atomic_write(path, data, self._cache)
         return path
+
+
+class TreeMirror:
+    """A folder's files as objects under the store's prefix, for outputs that are written as a folder
+    (farm thumbnails): `pull` copies them into a local folder, the command writes there, `push` puts
+    back what changed (`last` after the rest, so an index never names a file not yet there) and
+    deletes what the folder no longer has. `hold` takes a lock object (If-None-Match: *), so two
+    commands never write one prefix at once; `release` drops it."""
+
+    LOCK = ".farm/lock"
+
+    def __init__(self, store: S3Store):
+        self.store = store
+        self.known: dict[str, str] = {}  # relative path -> ETag, as pulled
+
+    def hold(self) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.store._put(self.LOCK, f"{socket.gethostname()} {os.getpid()} {time.time():.0f}\n".encode(),
+                            IfNoneMatch="*")
+        except ClientError:
+            raise StoreError(f"another command is writing {self.store.location} (it holds"
+                             f" {self.store.location}/{self.LOCK}); wait for it, or delete that object if none"
+                             f" runs") from None
+
+    def release(self) -> None:
+        self.store._call("delete_object", Key=self.store.key(self.LOCK))
+
+    def pull(self, dest: Path, skip) -> None:
+        for rel in self.store._list(""):
+            if skip(rel):
+                continue
+            data, etag = self.store._get(self.store.key(rel))
+            atomic_write(dest / rel, data, dest / ".farm" / "tmp")
+            self.known[rel] = etag.strip('"')
+
+    def push(self, src: Path, skip, last: tuple[str, ...]) -> None:
+        files = sorted(p.relative_to(src).as_posix() for p in src.rglob("*") if p.is_file())
+        files = [f for f in files if not skip(f)]
+        for rel in sorted(files, key=lambda f: (f in last, last.index(f) if f in last else 0, f)):
+            data = (src / rel).read_bytes()
+            if self.known.get(rel) != hashlib.md5(data).hexdigest():
+                self.store._put(rel, data)
+        self.store._delete(sorted(set(self.known) - set(files)))
 
 
 def _md5(data: bytes) -> str:

@@ -23,6 +23,7 @@ import base64
 import hashlib
 import json
 import secrets
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
 from farm.settings import RenderSettings, SettingError, broker_url, check_assets, check_game
-from farm.store import open_store
+from farm.store import is_url, open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
@@ -105,6 +106,7 @@ class Summary:
     listing_errors: list[str] = field(default_factory=list)  # archives whose models could not be listed
     seconds: float = 0.0
     mode: str = "local"
+    shown: str | None = None  # where the index is, when not in `out` (an s3:// output)
 
     @property
     def done(self) -> int:
@@ -113,7 +115,7 @@ class Summary:
     def text(self, limit: int = 20) -> str:
         lines = [f"thumbnails: {self.models} models: {len(self.rendered) - len(self.failed)} rendered,"
                  f" {self.skipped} up to date, {len(self.failed)} failed ({self.mode}, {self.seconds:.1f} s)"
-                 f" -> {self.out / 'index.html'}"]
+                 f" -> {self.shown or self.out / 'index.html'}"]
         for e in self.listing_errors:
             lines.append(f"warning: {e}")
         if self.failed:
@@ -188,6 +190,9 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     opts.check()
     if not roots:
         raise ThumbnailError("name at least one folder to look for models in")
+    if is_url(out):
+        return _into_store(str(out), lambda folder: make_thumbnails(roots, folder, opts, broker, workers, progress,
+                                                                   force, listfile))
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -259,6 +264,30 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     finally:
         state.unlock()
     summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _into_store(url: str, make) -> Summary:
+    """`-o s3://BUCKET/PREFIX`: the output folder kept as objects under that prefix. Its files are
+    copied into a temporary folder, `make(folder)` renders into it as into any output folder (same
+    incremental state), and what changed goes back: thumbnails and sheets first, then the state and
+    the index; files gone are deleted. A lock object keeps two runs from writing one prefix."""
+    from farm.store.s3 import TreeMirror  # lazily: boto3 is needed only for an s3:// output
+
+    mirror = TreeMirror(open_store(url))
+
+    def skip(rel: str) -> bool:
+        return rel == TreeMirror.LOCK or rel.startswith((".farm/tmp/", ".farm/jobs/"))
+
+    mirror.hold()
+    try:
+        with tempfile.TemporaryDirectory(prefix="farm-thumbs-") as tmp:
+            mirror.pull(Path(tmp), skip)
+            summary = make(Path(tmp))
+            mirror.push(Path(tmp), skip, last=(".farm/state.json", "index.json", "index.html"))
+    finally:
+        mirror.release()
+    summary.shown = f"{url.rstrip('/')}/index.html"
     return summary
 
 
