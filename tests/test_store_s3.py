@@ -464,3 +464,44 @@ def test_thumbnails_into_s3_are_incremental_and_drop_what_is_gone(s3, tmp_path):
     keys = s3.keys("thumbs")
     assert gone["thumbnail"] not in keys
     assert all(e["id"] != gone["id"] for e in json.loads(s3.get("thumbs/index.json"))["models"])
+
+
+def test_a_celery_worker_elsewhere_renders_into_the_bucket(s3, tmp_path):
+    import signal
+    import uuid
+
+    from conftest import redis_up, redis_url
+
+    if not redis_up():
+        pytest.skip("no Redis for the Celery test (scripts/ensure-redis.sh starts one)")
+    tag = uuid.uuid4().hex[:8]
+    broker = redis_url(14)
+    env = _synthetic_env(s3, FARM_SYNTHETIC_DELAY_MS="0", FARM_BROKER_URL=broker, FARM_RESULT_BACKEND=broker,
+                         FARM_QUEUE=f"farm-s3-{tag}", FARM_RETRY_BACKOFF="1")
+    elsewhere = tmp_path / "worker-host"  # the worker's own folder: it sees the models, not the client's store
+    elsewhere.mkdir()
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as f:
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "farm.celery", "worker", "--pool", "prefork",
+                                   "--concurrency", "2", "-n", f"s3-{tag}@%h", "-Q", f"farm-s3-{tag}", "-l", "info",
+                                   "--without-mingle", "--without-gossip"], cwd=elsewhere,
+                                  env={**env, "PYTHONPATH": str(ROOT)}, stdout=f, stderr=subprocess.STDOUT,
+                                  start_new_session=True)
+    try:
+        m = _manifest(tmp_path, "[0, 250, 500]", "16x16")
+        r = _farm(s3, tmp_path, "run", str(m), "--out", f"s3://{BUCKET}/celery", "--job-id", "cel", "--broker", broker,
+                  "--no-compare", "--no-progress", env=env)
+        assert r.returncode == 0, r.stdout + r.stderr + log.read_text()[-3000:]
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(10)
+    job = _job(s3, "celery", "cel")
+    assert {t["status"] for t in job["traces"].values()} == {"done"}
+    _images_whole(s3, "celery", _index(s3, "celery", "cel").values())
+    batches = [k for k in s3.keys("celery/jobs/cel") if k.startswith("batches/")]
+    assert len(batches) == len(job["batches"])  # each worker's result went to the bucket
+    assert list(elsewhere.iterdir()) == [], list(elsewhere.iterdir())  # nothing written on the worker's disk
