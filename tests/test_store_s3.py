@@ -475,7 +475,7 @@ def test_a_celery_worker_elsewhere_renders_into_the_bucket(s3, tmp_path):
     if not redis_up():
         pytest.skip("no Redis for the Celery test (scripts/ensure-redis.sh starts one)")
     tag = uuid.uuid4().hex[:8]
-    broker = redis_url(14)
+    broker = redis_url(12)
     env = _synthetic_env(s3, FARM_SYNTHETIC_DELAY_MS="0", FARM_BROKER_URL=broker, FARM_RESULT_BACKEND=broker,
                          FARM_QUEUE=f"farm-s3-{tag}", FARM_RETRY_BACKOFF="1")
     elsewhere = tmp_path / "worker-host"  # the worker's own folder: it sees the models, not the client's store
