@@ -29,6 +29,14 @@ The frame passes when SSIM >= `min_ssim` and `pixels_over` <= `max_pixels_over` 
 16 and 0.001, i.e. at most 0.1% of pixels off by more than 16). Frames smaller than 11 x 11 have no
 SSIM (`ssim` is None) and are judged by the pixel gate alone.
 
+Checks. Each of the two is a *check* (`Comparison.checks`, in `Comparison.to_dict()` as
+``"checks"``): ``{"ssim": {...}, "pixels_over": {...}}``, each with the row's ``name``, the metric's
+``value``, the ``limit`` held against it as text (``">= 0.99"``, ``"<= 0.1%"``) and ``passed``
+(True, False, or None when the metric does not exist, such as the SSIM of a tiny frame). `compare`
+decides with the same checks, and the reports only show them: they hold no threshold of their own.
+Results written before checks were recorded get them from `metric_checks`, the one place that
+derives them from the values and thresholds a results document keeps.
+
 The heatmaps of a comparison are farm.compare.heatmaps; the pixel digest is farm.images.
 """
 
@@ -48,7 +56,9 @@ __all__ = [
     "Comparison",
     "Thresholds",
     "compare",
+    "metric_checks",
     "premultiply",
+    "thresholds_text",
 ]
 
 Status = Literal["identical", "pass", "fail"]
@@ -102,6 +112,43 @@ class Thresholds:
     def to_dict(self) -> dict[str, float | int]:
         return {k: getattr(self, k) for k in self.keys()}
 
+    @classmethod
+    def read(cls, data: Mapping[str, Any] | None) -> Thresholds:
+        """The thresholds a results document recorded (the defaults for what it lacks or got wrong)."""
+        try:
+            return cls.from_dict(data or {})
+        except ValueError:
+            return cls()
+
+
+def _checks(ssim: float | None, pixels_over: float, th: Thresholds) -> dict[str, dict[str, Any]]:
+    """The checks of a comparison (see the module docstring): the one place a metric meets its threshold."""
+    return {
+        "ssim": {"name": "SSIM (min of colour and alpha)", "value": ssim, "limit": f">= {th.min_ssim}",
+                 "passed": None if ssim is None else bool(ssim >= th.min_ssim)},
+        "pixels_over": {"name": f"pixels off by more than {th.pixel_delta}", "value": pixels_over,
+                        "limit": f"<= {100 * th.max_pixels_over:g}%",
+                        "passed": bool(pixels_over <= th.max_pixels_over)},
+    }
+
+
+def metric_checks(metrics: Mapping[str, Any] | None, thresholds: Mapping[str, Any] | None) -> dict[str, dict]:
+    """A trace's checks from its results: the recorded ``metrics["checks"]``, or for results written
+    before checks were recorded, derived from the metrics and the thresholds they were held against
+    ({} when the trace has no metrics)."""
+    if not metrics:
+        return {}
+    if isinstance(metrics.get("checks"), Mapping):
+        return dict(metrics["checks"])
+    return _checks(metrics.get("ssim"), metrics.get("pixels_over") or 0.0, Thresholds.read(thresholds))
+
+
+def thresholds_text(thresholds: Mapping[str, Any] | None) -> str:
+    """The thresholds of a trace in words, for a trace that has no checks (a new one, one that did not render)."""
+    th = Thresholds.read(thresholds)
+    return (f"SSIM >= {th.min_ssim}, at most {round(100 * th.max_pixels_over, 4)}% of pixels off by more"
+            f" than {th.pixel_delta}")
+
 
 def _number(key: str, value: Any, lo: float, hi: float, *, integer: bool) -> int | float:
     allowed = (int, np.integer) if integer else (int, float, np.integer, np.floating)
@@ -136,8 +183,13 @@ class Comparison:
     def passed(self) -> bool:
         return self.status != "fail"
 
+    @property
+    def checks(self) -> dict[str, dict[str, Any]]:
+        """Each threshold's check: name, value, limit, passed (see the module docstring)."""
+        return _checks(self.ssim, self.pixels_over, self.thresholds)
+
     def to_dict(self) -> dict[str, Any]:
-        """Every metric, JSON-ready (the map is left out)."""
+        """Every metric and every check, JSON-ready (the map is left out)."""
         return {
             "status": self.status,
             "ssim": self.ssim,
@@ -151,6 +203,7 @@ class Comparison:
             "size": list(self.size) if self.size else None,
             "golden_size": list(self.golden_size) if self.golden_size else None,
             "thresholds": self.thresholds.to_dict(),
+            "checks": self.checks,
         }
 
 
@@ -239,9 +292,10 @@ def compare(
             result.ssim_map = m.astype(np.float32)
 
     problems = []
-    if result.ssim is not None and not result.ssim >= th.min_ssim:
+    checks = result.checks
+    if checks["ssim"]["passed"] is False:
         problems.append(f"SSIM {result.ssim:.6f} is below the minimum {th.min_ssim}")
-    if result.pixels_over > th.max_pixels_over:
+    if checks["pixels_over"]["passed"] is False:
         n = int(np.count_nonzero(diff > th.pixel_delta))
         problems.append(
             f"{n} of {h * w} pixels ({100 * result.pixels_over:.3f}%) differ by more than {th.pixel_delta} "

@@ -3,7 +3,10 @@
 Against goldens (`compare_run`): ``pass``, ``fail``, ``rejected`` (an image rejected before),
 ``new`` (no golden yet), ``error`` (did not render). Between two runs (`diff_runs`): ``unchanged``,
 ``changed``, ``added``, ``removed``, ``error``. Reports, summaries, JUnit and the CLI read every
-list, order and label from here.
+list, order and label from here, and the words for a results document's verdict (`verdict_word`:
+the report's header, the terminal summary, the Markdown summary) and what a trace is to a test
+report (`outcome`: an error, a failure, skipped or passed; new traces fail unless allowed, as the
+verdict has it).
 
 Why a job's frame failed, when a retry cannot help: its trace's ``cause`` in the job state.
 ``unloadable``: the model did not load when the job was planned (farm.plan.batches); nothing renders
@@ -27,8 +30,11 @@ __all__ = [
     "CAUSE_HINTS",
     "UNLOADABLE",
     "STATUS_ORDER",
+    "VERDICT_WORDS",
     "group_of",
+    "outcome",
     "statuses",
+    "verdict_word",
 ]
 
 # Summary order (counts tables, one-line summaries): problems first.
@@ -53,6 +59,41 @@ LABELS = {
 FAILING = frozenset(s for s, g in GROUPS.items() if g == "failed")  # fail, rejected, error, changed
 FRESH = frozenset(s for s, g in GROUPS.items() if g == "new")  # new, added, removed
 PASSING = frozenset(s for s, g in GROUPS.items() if g == "passed")  # pass, unchanged
+
+
+# A results document's verdict ("pass"/"fail" against goldens, "same"/"changed" between two runs) as
+# each surface writes it: (report header, terminal summary, Markdown summary). Anything but "pass"
+# ("same" for a diff) reads as the failing word of its kind.
+VERDICT_WORDS = {
+    "pass": ("PASSED", "PASSED", "✅ passed"),
+    "fail": ("FAILED", "FAILED", "❌ failed"),
+    "same": ("No changes", "no changes", "✅ no changes"),
+    "changed": ("Changes found", "CHANGED", "⚠️ changes found"),
+}
+_SURFACES = ("report", "text", "markdown")
+
+
+def verdict_word(results, surface: str) -> str:
+    """The verdict of a results document as `surface` ("report", "text" or "markdown") writes it."""
+    if results.get("kind") == "diff":
+        verdict = "same" if results.get("verdict") == "same" else "changed"
+    else:
+        verdict = "pass" if results.get("verdict") == "pass" else "fail"
+    return VERDICT_WORDS[verdict][_SURFACES.index(surface)]
+
+
+def outcome(status: str, allow_new: bool = False) -> str | None:
+    """What a trace of `status` is to a test report: "error" (did not render), "failure", "skipped"
+    (new traces the comparison allowed, a diff's added and removed traces) or None (passed)."""
+    if status == "error":
+        return "error"
+    if status in FAILING:
+        return "failure"
+    if status == "new":
+        return "skipped" if allow_new else "failure"
+    if status in FRESH:
+        return "skipped"
+    return None
 
 
 def group_of(status: str) -> str:

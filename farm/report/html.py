@@ -18,6 +18,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader
 
+from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.files import atomic_write, json_bytes
 from farm.report.junit import junit_xml
@@ -133,7 +134,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             "group": group_of(t["status"]), "label": LABELS.get(t["status"], t["status"]),
             "match": t.get("match"), "reason": t.get("reason"), "new_src": new_src, "golden_src": golden_src,
             "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
-            "metrics": metric_rows(t), "thresholds": t.get("thresholds") or {}, "facts": facts,
+            "metrics": metric_rows(t), "limits": thresholds_text(t.get("thresholds")), "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
             and t["status"] != "error", "blank": t.get("blank"),
             "missing": list(t.get("missing") or []), "golden_note": t.get("golden_note"),

@@ -40,7 +40,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from farm.compare.status import FAILING, FRESH, PASSING
+from farm.compare.status import PASSING, outcome
 from farm.plan.keys import parse_key
 
 __all__ = ["attachment_path", "case_names", "junit_xml"]
@@ -51,19 +51,6 @@ NO_CLASS = "modelfarm"
 
 def _x(text) -> str:
     return _BAD_XML.sub("\ufffd", "" if text is None else str(text))
-
-
-def _kind(t: dict, allow_new: bool) -> str | None:
-    s = t["status"]
-    if s == "error":
-        return "error"
-    if s in FAILING:
-        return "failure"
-    if s == "new":
-        return "skipped" if allow_new else "failure"
-    if s in FRESH:
-        return "skipped"
-    return None
 
 
 def case_names(key: str) -> tuple[str, str]:
@@ -107,7 +94,7 @@ def junit_xml(results: dict, views: list[dict] | None = None, out_dir: str | Pat
     traces = list(results["traces"].values())
     allow_new = bool(results.get("allow_new"))
     by_key = {v["key"]: v for v in views or []}
-    kinds = [_kind(t, allow_new) for t in traces]
+    kinds = [outcome(t["status"], allow_new) for t in traces]
     n = {k: kinds.count(k) for k in ("failure", "error", "skipped")}
     total = sum(_seconds(t) for t in traces)
     root = ET.Element("testsuites", name="modelfarm", tests=str(len(traces)), failures=str(n["failure"]),

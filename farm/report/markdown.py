@@ -29,7 +29,7 @@ from __future__ import annotations
 import html
 import re
 
-from farm.compare.status import FAILING, FRESH, statuses
+from farm.compare.status import FAILING, FRESH, statuses, verdict_word
 from farm.report.model import approve_command, sort_traces
 from farm.settings import SettingError, check_image_base
 
@@ -144,10 +144,9 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
     if diff:
         base, head = _cell(results["base"]["job"]), _cell(results["head"]["job"])
         title = f"modelfarm diff <code>{base}</code> → <code>{head}</code>"
-        icon = "✅ no changes" if results.get("verdict") == "same" else "⚠️ changes found"
     else:
         title = f"modelfarm <code>{_cell(results['job'])}</code>"
-        icon = "✅ passed" if results.get("verdict") == "pass" else "❌ failed"
+    icon = verdict_word(results, "markdown")
     order = statuses(results.get("kind"))
     link = report_link(image_base, report_url)
     head_lines = [f"## {title}: {icon}", ""]

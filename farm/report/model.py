@@ -1,5 +1,9 @@
 """The report's view model: how traces are sorted and labelled, the approve commands, the metric
 rows. html, markdown, junit and the CLI summary all use these (statuses themselves: farm.compare.status).
+
+The report only shows what the comparison decided: each metric's check (its limit and whether it
+passed) comes from the results (farm.compare.metrics.metric_checks), the verdict's words from
+farm.compare.status.verdict_word; nothing here holds a metric against a threshold.
 """
 
 from __future__ import annotations
@@ -7,7 +11,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from farm.compare.status import GROUP_ORDER, LABELS, REPORT_ORDER, STATUS_ORDER, group_of
+from farm.compare.metrics import metric_checks
+from farm.compare.status import GROUP_ORDER, LABELS, REPORT_ORDER, STATUS_ORDER, group_of, verdict_word
 
 __all__ = ["approve_command", "compact_cells", "counts_view", "metric_rows", "shell_path", "sort_traces"]
 
@@ -47,25 +52,25 @@ def sort_traces(traces) -> list[dict]:
     return sorted(traces, key=rank)
 
 
+def _row(check: dict, value: str) -> dict:
+    return {"name": check["name"], "value": value, "limit": check["limit"], "ok": check["passed"]}
+
+
 def metric_rows(t: dict) -> list[dict]:
-    m, th = t.get("metrics") or {}, t.get("thresholds") or {}
+    m = t.get("metrics") or {}
     if not m:
         return []
+    checks = metric_checks(m, t.get("thresholds"))
     ssim = m.get("ssim")
-    rows = [
-        {"name": "SSIM (min of colour and alpha)", "value": "-" if ssim is None else f"{ssim:.6f}",
-         "limit": f">= {th.get('min_ssim')}", "ok": None if ssim is None else ssim >= th.get("min_ssim", 0.99)},
+    return [
+        _row(checks["ssim"], "-" if ssim is None else f"{ssim:.6f}"),
         {"name": "SSIM colour (premultiplied RGB)", "value": "-" if m.get("ssim_rgb") is None
          else f"{m['ssim_rgb']:.6f}", "limit": "", "ok": None},
         {"name": "SSIM alpha", "value": "-" if m.get("ssim_alpha") is None else f"{m['ssim_alpha']:.6f}",
          "limit": "", "ok": None},
-        {"name": f"pixels off by more than {th.get('pixel_delta')}",
-         "value": f"{100 * (m.get('pixels_over') or 0.0):.3f}%",
-         "limit": f"<= {100 * th.get('max_pixels_over', 0.001):g}%",
-         "ok": (m.get("pixels_over") or 0.0) <= th.get("max_pixels_over", 0.001)},
+        _row(checks["pixels_over"], f"{100 * (m.get('pixels_over') or 0.0):.3f}%"),
         {"name": "largest channel difference (0-255)", "value": str(m.get("max_diff")), "limit": "", "ok": None},
     ]
-    return rows
 
 
 def compact_cells(t: dict) -> dict:
@@ -79,12 +84,7 @@ def compact_cells(t: dict) -> dict:
 def counts_view(results: dict) -> dict:
     """The verdict and counts as the report's header shows them (the page, and `farm serve`'s
     answers, which the page uses to refresh them): verdict word, [(status, count, label)], totals."""
-    diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
-    if diff:
-        word = "No changes" if results.get("verdict") == "same" else "Changes found"
-    else:
-        word = "PASSED" if results.get("verdict") == "pass" else "FAILED"
-    return {"verdict": results.get("verdict"), "word": word,
+    return {"verdict": results.get("verdict"), "word": verdict_word(results, "report"),
             "counts": [[s, counts[s], LABELS.get(s, s)] for s in REPORT_ORDER if counts.get(s)],
             "total": counts.get("total", 0), "compared": results.get("compared", 0)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from farm.compare.status import PASSING, statuses
+from farm.compare.status import PASSING, statuses, verdict_word
 from farm.report.model import approve_command, sort_traces
 
 __all__ = ["summary_text"]
@@ -14,10 +14,9 @@ def summary_text(results: dict, limit: int = 20, report: str | Path | None = Non
     c = results["counts"]
     diff = results.get("kind") == "diff"
     if diff:
-        head = f"diff {results['base']['job']} -> {results['head']['job']}: " + (
-            "no changes" if results["verdict"] == "same" else "CHANGED")
+        head = f"diff {results['base']['job']} -> {results['head']['job']}: {verdict_word(results, 'text')}"
     else:
-        head = f"compare {results['job']}: {'PASSED' if results['verdict'] == 'pass' else 'FAILED'}"
+        head = f"compare {results['job']}: {verdict_word(results, 'text')}"
     order = statuses(results.get("kind"))
     parts = ", ".join(f"{c[s]} {s}" for s in order if c.get(s))
     lines = [f"{head}: {parts or 'nothing'} of {c['total']} traces ({results['compared']} compared)"]
