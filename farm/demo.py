@@ -15,8 +15,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from farm.compare.runs import compare_run
-from farm.report import write_report
+from farm.compare.status import verdict_word
+from farm.pipeline import compare_job
 from farm.report.text import summary_text
 from farm.run.jobs import run_job, status_text
 from renderer.formats import load_model, save_model
@@ -79,13 +79,14 @@ def run_demo(out: str | Path = "demo-out", goldens: str | Path | None = None, wo
               f" write_samples; write_samples('{goldens / 'models'}')\" and approve the new frames.")
     job = run_job(manifest, out=out / "store", workers=workers, progress=False)
     print(status_text(job))
-    results = compare_run(job, goldens)
-    report = write_report(results, out / "report")["html"]
+    compared = compare_job(job, goldens, report=out / "report")
+    results, report = compared.results, compared.html
     print(summary_text(results, report=report))
     c = job.counts()
-    ok = results["verdict"] == "pass" and not (c["failed"] or c["pending"]) and not problems
+    ok = compared.status == 0 and not (c["failed"] or c["pending"]) and not problems
     for p in problems:
         print(f"problem: {p}")
-    print(f"demo: {'PASSED' if ok else 'FAILED'}: {results['counts']['total']} frames of {len(models)} sample"
+    word = verdict_word({"verdict": "pass" if ok else "fail"}, "text")  # the demo's own: frames, models, comparison
+    print(f"demo: {word}: {results['counts']['total']} frames of {len(models)} sample"
           f" models compared with {goldens}; report {report}")
     return 0 if ok else 1

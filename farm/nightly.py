@@ -72,10 +72,9 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.compare.runs import compare_run
 from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
-from farm.report import write_report
+from farm.pipeline import compare_job
 from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
 from farm.settings import default_out, default_reports, env_int, variable_default
@@ -232,8 +231,8 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         job_id = f"nightly-{now.strftime('%Y%m%d-%H%M%S')}"
         job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False)
         status["job"] = job.id
-        results = compare_run(job, folder, allow_new=allow_new)
-        write_report(results, day_dir, image_base=image_base and f"{image_base.rstrip('/')}/{date}/")
+        results = compare_job(job, folder, allow_new=allow_new, report=day_dir,
+                              image_base=image_base and f"{image_base.rstrip('/')}/{date}/").results
         status.update(status=results["verdict"], counts=results["counts"], problems=results["problems"],
                       report=f"{date}/index.html")
     except Exception as e:  # noqa: BLE001 - the night's status file must say what went wrong

@@ -7,7 +7,8 @@ such frames, so the approval is asked for in plain words; then every rendered tr
 golden, those approvals stay marked in the goldens (farm.goldens.decisions.golden_marks) and the
 run exits 0. Without the flags the frames are held back. Either way they are reported as one line
 per outcome (counts by reason, a few models, where the full list is), not one line per frame; the
-full list is the job artefact ``goldens-update.json``.
+full list is the job artefact ``goldens-update.json``. The approval itself is farm.pipeline's
+(`update_goldens`, run by `compare_job`); this module says what it did (`say_update`).
 """
 
 from __future__ import annotations
@@ -17,28 +18,15 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm import goldens as G
-from farm.files import json_bytes
+from farm.pipeline import LISTING, MARKS, UPDATE_MODES, GoldensUpdate, marks, wanted
 from farm.report.model import shell_path
 
 __all__ = ["FLAGS", "LISTING", "UPDATE_MODES", "bootstrap_command", "bootstrap_hint", "grouped_line", "marks",
-           "update_goldens"]
+           "say_update"]
 
-UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
 FLAGS = {"missing": "--allow-missing", "blank": "--allow-blank"}  # a mark -> the flag that approves it anyway
 REASONS = {"missing": "drew placeholders for missing assets", "blank": "came out blank"}
-LISTING = "goldens-update.json"  # the job artefact with every marked trace of an --update-goldens
-
-
-def marks(t: Mapping) -> list[str]:
-    """What a compared trace's frame shows that is not the model as meant: "missing", "blank"."""
-    return [m for m in FLAGS if t.get(m)]
-
-
-def _wanted(results: Mapping, mode: str) -> list[str]:
-    wanted = UPDATE_MODES[mode]
-    return [k for k, t in results["traces"].items()
-            if (wanted is None and t["status"] != "error") or (wanted is not None and t["status"] in wanted)]
+assert set(FLAGS) == set(REASONS) == set(MARKS)  # one flag and one reason per mark (farm.pipeline.MARKS)
 
 
 def _command(job, folder: Path | None, mode: str, flags: list[str]) -> str:
@@ -52,7 +40,7 @@ def _command(job, folder: Path | None, mode: str, flags: list[str]) -> str:
 def bootstrap_command(job, folder: Path | None, results: Mapping | None = None) -> str:
     """The command that renders the manifest again and approves its new traces (a first run); with
     the flags that approve frames with placeholders or blank ones when `results` has such new traces."""
-    found = {m for k in (_wanted(results, "new") if results else ()) for m in marks(results["traces"][k])}
+    found = {m for k in (wanted(results, "new") if results else ()) for m in marks(results["traces"][k])}
     return _command(job, folder, "new", [flag for m, flag in FLAGS.items() if m in found])
 
 
@@ -60,7 +48,7 @@ def bootstrap_hint(results: Mapping | None) -> str:
     """What the bootstrap command's flags accept, in words ("" when it has none)."""
     if not results:
         return ""
-    new = [results["traces"][k] for k in _wanted(results, "new")]
+    new = [results["traces"][k] for k in wanted(results, "new")]
     counts = {m: sum(1 for t in new if m in marks(t)) for m in FLAGS}
     said = [f"{n} {'frame' if n == 1 else 'frames'} {REASONS[m]}" for m, n in counts.items() if n]
     if not said:
@@ -87,46 +75,26 @@ def grouped_line(traces: Mapping[str, list[str]], results: Mapping) -> str:
     return f"{len(traces)} trace(s): " + ", ".join(parts)
 
 
-def _listing(job, approved: Mapping[str, list[str]], held: Mapping[str, list[str]], results: Mapping) -> str:
-    """Write the full list as the job artefact LISTING; where it is, as a user can open it."""
-    def rows(keys: Mapping[str, list[str]]) -> list[dict]:
-        return [{"trace": k, "missing": list(results["traces"][k].get("missing") or []),
-                 "blank": results["traces"][k].get("blank")} for k in sorted(keys)]
-
-    ref = job.store.put_artefact(job.id, LISTING, json_bytes({"job": job.id, "approved_marked": rows(approved),
-                                                               "not_approved": rows(held)}))
-    path = job.store.local_path(ref)
-    return str(path) if path is not None else f"{ref} in {job.store.location}"
-
-
-def update_goldens(job, folder: Path, mode: str, results: Mapping, allow_blank: bool = False,
-                   allow_missing: bool = False) -> dict | None:
-    """Approve what --update-goldens=MODE names (the images this run stored); the decision record.
-    Frames with placeholders or blank ones are approved only with their flag (and marked), else
-    held back; either way one grouped line per outcome."""
-    keys = _wanted(results, mode)
-    if not keys:
+def say_update(job, done: GoldensUpdate, results: Mapping) -> None:
+    """What an --update-goldens did (farm.pipeline.update_goldens, from the comparison `results`):
+    one line for the approval, one grouped line per outcome (approved as marked, not approved)."""
+    mode, folder = done.mode, done.folder
+    if not done.keys:
         print(f"--update-goldens={mode}: nothing to approve")
-        return None
-    allowed = {"missing": allow_missing, "blank": allow_blank}
-    held = {k: ms for k in keys if (ms := [m for m in marks(results["traces"][k]) if not allowed[m]])}
-    rec, skipped = G.approve(folder, job, [k for k in keys if k not in held], by=G.default_user(None),
-                             allow_blank=allow_blank, allow_missing=allow_missing)
-    for s in skipped:  # other reasons (an image gone from the store): rare, each its own sentence
+        return
+    for s in done.skipped:  # other reasons (an image gone from the store): rare, each its own sentence
         print(f"skipped: {s}", file=sys.stderr)
-    changed = {ch["trace"] for ch in (rec or {}).get("changes", [])}
-    approved = {k: ms for k in keys if k in changed and (ms := marks(results["traces"][k]))}
-    listing = _listing(job, approved, held, results) if approved or held else None
     g = shell_path(folder)
+    rec = done.record
     if rec is not None:
         print(f"--update-goldens={mode}: {len(rec['changes'])} trace(s) approved in {folder} (decision"
               f" #{rec['id']}; undo with: farm approve --undo {rec['id']} --goldens {g})")
-    if approved:
+    if done.approved:
         print(f"--update-goldens={mode}: approved as drawn and marked in the goldens:"
-              f" {grouped_line(approved, results)}; full list: {listing} and farm goldens --json --goldens {g}")
-    if held:
-        flags = [FLAGS[m] for m in FLAGS if allowed[m] or any(m in ms for ms in held.values())]
+              f" {grouped_line(done.approved, results)}; full list: {done.listing} and farm goldens --json"
+              f" --goldens {g}")
+    if done.held:
+        flags = [FLAGS[m] for m in FLAGS if done.allowed[m] or any(m in ms for ms in done.held.values())]
         again = _command(job, folder, mode, flags)
-        print(f"--update-goldens={mode}: not approved: {grouped_line(held, results)}; full list: {listing}; to"
-              f" approve them as drawn (marked in the goldens): {again}", file=sys.stderr)
-    return rec
+        print(f"--update-goldens={mode}: not approved: {grouped_line(done.held, results)}; full list:"
+              f" {done.listing}; to approve them as drawn (marked in the goldens): {again}", file=sys.stderr)

@@ -29,6 +29,7 @@ __all__ = [
     "load_job",
     "msaa_arg",
     "print_results",
+    "reports_note",
     "results_json",
     "size_arg",
     "square_size_arg",
@@ -197,6 +198,12 @@ def write_reports(results: dict, folder: str | Path | None, image_base: str | No
     if not folder:
         return None
     paths = write_report(results, folder, image_base=image_base, report_url=report_url)
-    if not published(image_base):
-        print(f"note: {paths['markdown']}: {IMAGES_HINT}", file=sys.stderr)
+    reports_note(paths, image_base)
     return paths["html"]
+
+
+def reports_note(paths: dict | None, image_base: str | None) -> None:
+    """The line on stderr after a report folder was written (`paths`: farm.report.write_report's)
+    without an absolute `image_base`: summary.md has no image links, and how to get them."""
+    if paths and not published(image_base):
+        print(f"note: {paths['markdown']}: {IMAGES_HINT}", file=sys.stderr)

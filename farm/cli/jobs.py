@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from farm.cli.bootstrap import UPDATE_MODES, bootstrap_command, bootstrap_hint, update_goldens
+from farm.cli.bootstrap import UPDATE_MODES, bootstrap_command, bootstrap_hint, say_update
 from farm.cli.common import (
     RUN_HELP,
     UsageError,
@@ -19,16 +19,16 @@ from farm.cli.common import (
     image_base_arg,
     job_ref,
     print_results,
+    reports_note,
     results_json,
     workers_arg,
-    write_reports,
 )
-from farm.compare.runs import compare_run
 from farm.compare.status import CAUSE_HINTS, UNLOADABLE
 from farm.demo import run_demo
 from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
+from farm.pipeline import compare_job
 from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
 from farm.settings import broker_url, default_reports
@@ -54,37 +54,31 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
                  required: bool = False, update: str | None = None, allow_blank: bool = False,
                  allow_missing: bool = False, image_base: str | None = None,
                  report_url: str | None = None) -> tuple[int | None, dict | None, object]:
-    """The comparison step of `farm run`: (exit status or None when the run has no goldens and none
-    were asked for, the results, the report's index.html). Messages go to stdout, errors to stderr.
+    """The comparison step of `farm run` (farm.pipeline.compare_job, saying what it did): (exit status
+    or None when the run has no goldens and none were asked for, the results, the report's index.html).
+    Messages go to stdout, errors to stderr.
 
     `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
     goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
     try:
-        folder = goldens_dir(explicit_goldens, job, required=required)
-        created = Path(job.data.get("manifest") or ".").parent / "goldens"  # what --update-goldens creates
-        if folder is None and update:
-            folder = created
-        if folder is None:  # what each frame shows (placeholders, blank) names the bootstrap's flags
-            try:
-                first = compare_run(job, created, write=False)
-            except OSError:  # `goldens` is not a folder: the command without the flags, as before
-                first = None
-            print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
-                  f" frames the goldens after looking at them: {bootstrap_command(job, None, first)}"
-                  f"{bootstrap_hint(first)}")
-            return None, None, None
-        results = compare_run(job, folder, allow_new=allow_new)
-        if update:
-            if update_goldens(job, folder, update, results, allow_blank, allow_missing) is not None:
-                results = compare_run(job, folder, allow_new=allow_new)
-        elif results["counts"].get("new") == results["counts"]["total"] and results["counts"]["total"]:
-            print(f"first run against {folder}: every trace is new. After a look at the frames, approve them"
-                  f" with: {bootstrap_command(job, folder, results)}{bootstrap_hint(results)}")
+        if required:  # a clear error when there are none
+            goldens_dir(explicit_goldens, job, required=True)
+        done = compare_job(job, explicit_goldens, allow_new=allow_new, update=update, allow_blank=allow_blank,
+                           allow_missing=allow_missing, report=report, image_base=image_base,
+                           report_url=report_url, on_update=lambda up, results: say_update(job, up, results))
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2, None, None
-    html = write_reports(results, report, image_base, report_url)
-    return (0 if results["verdict"] == "pass" else 1), results, html
+    if done.status is None:  # what each frame shows (placeholders, blank) names the bootstrap's flags
+        print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
+              f" frames the goldens after looking at them: {bootstrap_command(job, None, done.first)}"
+              f"{bootstrap_hint(done.first)}")
+        return None, None, None
+    if not update and done.all_new:
+        print(f"first run against {done.folder}: every trace is new. After a look at the frames, approve them"
+              f" with: {bootstrap_command(job, done.folder, done.results)}{bootstrap_hint(done.results)}")
+    reports_note(done.reports, image_base)
+    return done.status, done.results, done.html
 
 
 def compare_after_run(job, explicit_goldens: str | None, **kw) -> int | None:
