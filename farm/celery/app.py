@@ -234,14 +234,17 @@ def _watch_unaccepted(seen: dict, limit: float, pool=None, now: float | None = N
     now = time.monotonic() if now is None else now
     current, stuck = {}, set()
     for req in list(state.reserved_requests):
-        job = req._apply_result() if req._apply_result is not None else None
-        if job is None or req.time_start or getattr(job, "_accepted", False):
+        # Celery's and billiard's private attributes (5.5-5.7 / 4.x), read with getattr: on a version
+        # without them the watch finds nothing to do instead of failing in the worker's timer.
+        ref = getattr(req, "_apply_result", None)
+        job = ref() if ref is not None else None
+        if job is None or getattr(req, "time_start", None) or getattr(job, "_accepted", False):
             continue  # not handed to the pool yet, or accepted: billiard's time limits apply
         key = id(req)
         current[key] = seen.get(key, now)
         if now - current[key] <= limit:
             continue
-        proc = job._write_to or job._scheduled_for
+        proc = getattr(job, "_write_to", None) or getattr(job, "_scheduled_for", None)
         if proc is not None and proc.pid:
             stuck.add(proc.pid)
         elif pool is not None:
