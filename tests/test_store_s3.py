@@ -310,6 +310,7 @@ def test_a_half_uploaded_document_is_never_read(store_env, tmp_path):
     store = open_store(f"s3://{BUCKET}/half")
     doc = {"format": "modelfarm.job/1", "job": "j", "traces": {}, "batches": {}}
     store.write_job("j", doc)
+    assert json.loads(s3.get("half/jobs/j.json")) == doc  # an object in the bucket
     new = json.dumps({**doc, "name": "x" * 20000}).encode()
     _raw_put(s3.port, "half/jobs/j.json", new, len(new) // 2)  # an interrupted PUT
     up = s3.client.create_multipart_upload(Bucket=BUCKET, Key="half/jobs/j.json")  # a multipart never completed
@@ -353,6 +354,7 @@ def test_batch_results_merged_by_many_writers_lose_no_frame(store_env):
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(write, frames))
     stored = store.read_batch_result("j", "b1")
+    assert stored == json.loads(store_env.get("cas/jobs/j/batches/b1.json"))  # the object in the bucket
     assert sorted(f["key"] for f in stored["frames"]) == sorted(f["key"] for f in frames)
     late = store.write_batch_result("j", {"batch": "b1", "frames": [{**frames[0], "status": "failed",
                                                                       "digest": None, "error": "late"}]})
@@ -369,6 +371,8 @@ def test_delivery_counts_from_many_processes_all_count(store_env):
     pids = {p.pid for p in procs}
     assert [p.wait(60) for p in procs] == [0] * 6
     assert store.deliveries("j", "b") == 6
+    ends = sum(pid % 2 for pid in pids)
+    assert len(store_env.keys("deliveries/jobs/j/attempts/b")) == 6 + ends  # one object per begin and per end
     assert sorted(pid for _, pid in store.unfinished("j", "b")) == sorted(pid for pid in pids if pid % 2 == 0)
     store.reset_batch("j", "b")
     assert store.deliveries("j", "b") == 0 and store.unfinished("j", "b") == []
