@@ -74,19 +74,12 @@ def _job_digest(job) -> str:
     return hashlib.sha256(json.dumps(state, sort_keys=True).encode()).hexdigest()
 
 
-def _thresholds(t: Mapping) -> Thresholds:
-    try:
-        return Thresholds.from_dict(t.get("thresholds") or {})
-    except ValueError:
-        return Thresholds()
-
-
 def _trace_base(key: str, t: Mapping) -> dict:
     return {"key": key, "model": t.get("model") or _model_of(key), "sequence": t.get("sequence"),
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
-            "thresholds": _thresholds(t).to_dict(), "diff_image": None, "ssim_image": None, "render_s": None,
-            "compare_s": None, "blank": None, "missing": list(t.get("missing") or [])}
+            "thresholds": Thresholds.read(t.get("thresholds")).to_dict(), "diff_image": None, "ssim_image": None,
+            "render_s": None, "compare_s": None, "blank": None, "missing": list(t.get("missing") or [])}
 
 
 def _timed(fn, *args) -> dict:
