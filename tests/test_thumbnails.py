@@ -153,7 +153,8 @@ def test_corpus_thumbnails_and_placeholders(corpus_run):
         assert rgba.shape == (96, 96, 4)
         # the default look's fit camera (farm.look); auto only where nothing is drawn (then the entry says blank)
         source = trace["camera"]["source"]
-        assert trace["model_hash"] == e["sha256"] and (source == "fit:drawn" or e["blank"] and source.startswith("auto:"))
+        assert trace["model_hash"] == e["sha256"]
+        assert source == "fit:drawn" or (e["blank"] and source.startswith("auto:"))
         assert trace["camera"]["source"] == e["camera_source"] and trace["time_ms"] == e["time_ms"]
         assert trace["sequence"] == e["sequence"]
     jack = next(e for e in index["models"] if e["file"] == "Jack3.mdx")  # has Portrait: shown at its middle
