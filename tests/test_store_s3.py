@@ -262,9 +262,12 @@ def test_the_store_unreachable_for_seconds_mid_job_loses_nothing(s3, tmp_path):
         time.sleep(0.1)
     stored_before = sum(k.endswith(".png") for k in s3.keys(prefix))
     s3.proxy.cut()
+    down = time.monotonic()
     time.sleep(3)
     s3.proxy.restore()
     outs, errs = p.communicate(timeout=300)
+    print(f"\nS3 unreachable 3 s: {s3.proxy.refused} connection(s) reset; the job ended"
+          f" {time.monotonic() - down:.1f} s after the cut")
     assert s3.proxy.refused > 0, "the outage met no request: it tested nothing"
     assert p.returncode == 0, (outs, errs)
     assert "Traceback" not in errs
