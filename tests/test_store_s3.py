@@ -512,3 +512,26 @@ def test_a_celery_worker_elsewhere_renders_into_the_bucket(s3, tmp_path):
     batches = [k for k in s3.keys("celery/jobs/cel") if k.startswith("batches/")]
     assert len(batches) == len(job["batches"])  # each worker's result went to the bucket
     assert list(elsewhere.iterdir()) == [], list(elsewhere.iterdir())  # nothing written on the worker's disk
+
+
+def test_a_damaged_object_is_one_sentence_naming_its_url(store_env, tmp_path):
+    from farm.run.jobs import JobError, JobState
+    from farm.store import open_store
+    from farm.store.documents import StoreError
+
+    s3 = store_env
+    url = f"s3://{BUCKET}/damaged"
+    store = open_store(url)
+    store.write_job("j", {"format": "modelfarm.job/1", "job": "j", "traces": {}, "batches": {}})
+    store.append_job_log("j", {"seq": 1, "traces": {}})
+    s3.client.put_object(Bucket=BUCKET, Key="damaged/jobs/j/log/000000000002-x.json", Body=b'{"seq": 2, "tr')
+    with pytest.raises(JobError, match=rf"the log of job 'j' is damaged: {url}/jobs/j/log/000000000002-x.json: not"
+                                       r" valid JSON"):
+        JobState.load("j", url)
+    s3.client.put_object(Bucket=BUCKET, Key="damaged/jobs/k.json", Body=b"[1, 2")
+    with pytest.raises(StoreError, match=rf"{url}/jobs/k.json is not valid JSON"):
+        store.read_job("k")
+    s3.client.put_object(Bucket=BUCKET, Key="damaged/jobs/k/batches/b.json", Body=b"[]")
+    with pytest.raises(StoreError, match=rf"{url}/jobs/k/batches/b.json: a batch result is a JSON object, not an"
+                                         r" array"):
+        store.read_batch_result("k", "b")

@@ -46,6 +46,7 @@ import shutil
 import socket
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
 
@@ -56,6 +57,7 @@ from farm.store.documents import StoreError, check_batch_result, check_job, read
 __all__ = ["MAX_ATTEMPTS", "S3Store", "TreeMirror", "parse_s3_url"]
 
 MAX_ATTEMPTS = 10  # botocore standard mode: backoff min(random * 2**n, 20) s between attempts
+LOG_READERS = 16  # parallel GETs reading a job's log (one object per record)
 CAS_ATTEMPTS = 100  # rounds of read-merge-write a batch result gets against concurrent writers
 PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 MISSING = {"NoSuchKey", "404", "NotFound"}
@@ -198,13 +200,14 @@ class S3Store:
         goes first, so an image that is there has its sidecar; the image is PUT only if absent."""
         digest = hashlib.sha256(png).hexdigest()
         data = json_bytes({"digest": digest, "bytes": len(png), **meta})
-        try:
-            same = self._read(self._sidecar_rel(digest)) == data
-        except FileNotFoundError:
-            same = False
-        if not same:
+        there = self._exists(self.image_ref(digest))
+        if there:
+            try:
+                there = self._read(self._sidecar_rel(digest)) == data
+            except FileNotFoundError:
+                there = False
+        if not there:  # a new image (3 requests) or a sidecar that changed; else 2 reads, no write
             self._put(self._sidecar_rel(digest), data)
-        if not self._exists(self.image_ref(digest)):
             self._put_if_absent(self.image_ref(digest), png)
         return digest
 
@@ -312,13 +315,23 @@ class S3Store:
 
     def read_job_log(self, job_id: str) -> list[dict]:
         """The log's records in order; one that is not a JSON object raises ValueError naming it."""
+        names = self._list(f"jobs/{job_id}/log/")
+
+        def fetch(name: str) -> bytes | None:
+            try:
+                return self._read(f"jobs/{job_id}/log/{name}")
+            except FileNotFoundError:
+                return None  # removed since the listing
+
+        with ThreadPoolExecutor(LOG_READERS) as pool:  # a GET per record: in parallel, kept in order
+            raws = list(pool.map(fetch, names))
         out = []
-        for name in self._list(f"jobs/{job_id}/log/"):
+        for name, raw in zip(names, raws, strict=True):
+            if raw is None:
+                continue
             url = f"{self.location}/jobs/{job_id}/log/{name}"
             try:
-                rec = json.loads(self._read(f"jobs/{job_id}/log/{name}"))
-            except FileNotFoundError:
-                continue  # removed since the listing
+                rec = json.loads(raw)
             except ValueError as e:
                 raise ValueError(f"{url}: not valid JSON ({e})") from None
             if not isinstance(rec, dict):
