@@ -535,3 +535,14 @@ def test_a_damaged_object_is_one_sentence_naming_its_url(store_env, tmp_path):
     with pytest.raises(StoreError, match=rf"{url}/jobs/k/batches/b.json: a batch result is a JSON object, not an"
                                          r" array"):
         store.read_batch_result("k", "b")
+
+
+def test_without_boto3_an_s3_store_is_one_sentence(tmp_path):
+    code = ("import sys; sys.modules['boto3'] = sys.modules['botocore'] = None\n"
+            "from farm.cli import main\n"
+            "sys.exit(main(['status', 'x', '--out', 's3://farm-test/p']))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert "an s3:// store needs boto3, which is not installed: pip install 'modelfarm[s3]'" in r.stderr
+    assert not (tmp_path / "s3:").exists()

@@ -98,6 +98,7 @@ class S3Store:
 
     def __init__(self, url: str):
         self.bucket, self.prefix = parse_s3_url(url)
+        _require_boto3()
         self._client = None
         self._pid = None
         self._cache: Path | None = None
@@ -451,13 +452,18 @@ def _md5(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data).digest()).decode("ascii")
 
 
-def _make_client():
+def _require_boto3() -> None:
     try:
-        import boto3
-        import botocore.session
-        from botocore.config import Config
+        import boto3  # noqa: F401 - only to say what is missing
     except ImportError:
-        raise StoreError("an s3:// store needs boto3: pip install 'modelfarm[s3]'") from None
+        raise StoreError("an s3:// store needs boto3, which is not installed: pip install 'modelfarm[s3]'") from None
+
+
+def _make_client():
+    import boto3
+    import botocore.session
+    from botocore.config import Config
+
     chain = botocore.session.get_session()
     retries = {"mode": chain.get_config_variable("retry_mode") or "standard",
                "total_max_attempts": chain.get_config_variable("max_attempts") or MAX_ATTEMPTS}
