@@ -20,11 +20,16 @@ whole canvas in its page (headless Chromium, bench/viewer.py's server). Modes:
 * animated: successive frames 1000/60 ms apart from there, emitters simulating on both sides.
 
 The sides alternate within each of `--rounds` rounds (the first side alternates too), each side drawing
-the same number of frames, enough for the slower side to take about `--seconds`; the table has the
-median fps of each side, the median of the rounds' ratios ours / viewer (above 1: we are faster), and
-the live particles + ribbon edges after the last frame of each side (ours: `renderer.effects.last_stats`).
+the same number of frames, enough for the slower side to take about `--seconds`. The table has, per
+side, the median fps (wall clock) and the median CPU time per frame (ours: this process, llvmpipe's
+threads included; the viewer: every process below chromedriver, i.e. Chromium's browser, renderer and
+GPU processes, SwiftShader's threads included, read from /proc at 10 ms resolution), the medians of
+the rounds' ratios (fps ours / viewer and CPU viewer / ours: above 1, we are faster / cheaper), and the
+live particles + ribbon edges after the last frame of each side (ours: `renderer.effects.last_stats`;
+the viewer doubles the files' emission rates, its "high particles" setting, so about twice ours).
 Then the GL stacks: our GL_RENDERER / GL_VERSION, the viewer's unmasked WebGL renderer, its version
-and the browser. Timing on a shared machine is noisy: compare ratios, not fps, across runs.
+and the browser. On a shared machine the wall clock follows the other load (a side waiting for a
+core); CPU per frame is the steadier figure, and ratios, not fps, compare across runs.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import tempfile
@@ -66,6 +72,26 @@ def default_models(corpus: Path, scratch: Path) -> list[Path]:
     return write_samples(scratch / "samples")
 
 
+def tree_cpu_s(root: int) -> float:
+    """CPU seconds (user + system) used so far by the processes below `root` (chromedriver: Chromium's
+    browser, renderer and GPU processes), read from /proc."""
+    parent, used = {}, {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:  # gone meanwhile
+                continue
+            parent[int(entry.name)] = int(fields[1])
+            used[int(entry.name)] = int(fields[11]) + int(fields[12])
+    below, frontier = set(), {root}
+    while frontier:
+        frontier = {pid for pid, ppid in parent.items() if ppid in frontier and pid not in below}
+        below |= frontier
+    return sum(used[pid] for pid in below) / os.sysconf("SC_CLK_TCK")
+
+
 class Ours:
     """Our side of one model at one size: `Renderer.render` of full frames (read back), at the still
     time or advancing 1000/60 ms a frame (`step`)."""
@@ -80,14 +106,15 @@ class Ours:
             renderer.render(model, self.spec(time_ms))
 
     def time(self, mode: str, frames: int) -> dict:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         for _ in range(frames):
             if mode == "animated":
                 self.k += 1
             self.r.render(self.model, self.spec(self.t0 + self.k * VIEWER_STEP_MS if mode == "animated" else self.t0))
-        fps = frames / (time.perf_counter() - start)
+        fps, cpu_ms = frames / (time.perf_counter() - start), (time.process_time() - cpu) * 1000 / frames
         stats = self.r.effects.last_stats
-        return {"fps": fps, "alive": int(stats.get("particles", 0)) + int(stats.get("ribbon_edges", 0))}
+        return {"fps": fps, "cpu_ms": cpu_ms,
+                "alive": int(stats.get("particles", 0)) + int(stats.get("ribbon_edges", 0))}
 
 
 class Theirs:
@@ -103,9 +130,12 @@ class Theirs:
         self.gl = out
 
     def time(self, mode: str, frames: int) -> dict:
+        cpu = tree_cpu_s(self.b.proc.pid)
         out = self.b.run("return window.PEER.time(arguments[0], arguments[1])", mode, frames)
+        cpu_ms = (tree_cpu_s(self.b.proc.pid) - cpu) * 1000 / frames
         alive = out.get("alive") or {}
-        return {"fps": float(out["fps"]), "alive": int(alive.get("particles", 0)) + int(alive.get("ribbons", 0))}
+        return {"fps": float(out["fps"]), "cpu_ms": cpu_ms,
+                "alive": int(alive.get("particles", 0)) + int(alive.get("ribbons", 0))}
 
 
 def measure(ours: Ours, theirs: Theirs, mode: str, args) -> dict:
@@ -121,7 +151,10 @@ def measure(ours: Ours, theirs: Theirs, mode: str, args) -> dict:
             "ours_fps": statistics.median(o["fps"] for o, _ in rounds),
             "viewer_fps": statistics.median(t["fps"] for _, t in rounds),
             "ratio": statistics.median(o["fps"] / t["fps"] for o, t in rounds),
-            "rounds": [[o["fps"], t["fps"]] for o, t in rounds],
+            "ours_cpu_ms": statistics.median(o["cpu_ms"] for o, _ in rounds),
+            "viewer_cpu_ms": statistics.median(t["cpu_ms"] for _, t in rounds),
+            "cpu_ratio": statistics.median(t["cpu_ms"] / max(o["cpu_ms"], 1e-9) for o, t in rounds),
+            "rounds": [[o["fps"], t["fps"], o["cpu_ms"], t["cpu_ms"]] for o, t in rounds],
             "ours_alive": rounds[-1][0]["alive"], "viewer_alive": rounds[-1][1]["alive"]}
 
 
@@ -152,13 +185,14 @@ def run_model(browser, renderer, path: Path, args, stacks: dict) -> list[dict]:
     return rows
 
 
-HEADER = f"{'model':<20}{'size':>5} {'mode':<9}{'ours fps':>9}{'viewer':>9}{'ratio':>8}{'live us':>8}{'viewer':>8}" \
-    f"{'frames':>7}"
+HEADER = f"{'model':<20}{'size':>5} {'mode':<9}{'ours fps':>9}{'viewer':>9}{'ratio':>7}{'ours cpu':>10}{'viewer':>8}" \
+    f"{'ratio':>7}{'live us':>8}{'viewer':>8}{'frames':>7}"
 
 
 def row_line(row: dict) -> str:
     return (f"{row['model'][:19]:<20}{row['size']:>5} {row['mode']:<9}{row['ours_fps']:>9.1f}{row['viewer_fps']:>9.1f}"
-            f"{row['ratio']:>8.2f}{row['ours_alive']:>8}{row['viewer_alive']:>8}{row['frames']:>7}")
+            f"{row['ratio']:>7.2f}{row['ours_cpu_ms']:>10.2f}{row['viewer_cpu_ms']:>8.2f}{row['cpu_ratio']:>7.2f}"
+            f"{row['ours_alive']:>8}{row['viewer_alive']:>8}{row['frames']:>7}")
 
 
 def print_stacks(stacks: dict) -> None:
