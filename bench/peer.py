@@ -26,7 +26,8 @@ threads included; the viewer: every process below chromedriver, i.e. Chromium's 
 GPU processes, SwiftShader's threads included, read from /proc at 10 ms resolution), the medians of
 the rounds' ratios (fps ours / viewer and CPU viewer / ours: above 1, we are faster / cheaper), and the
 live particles + ribbon edges after the last frame of each side (ours: `renderer.effects.last_stats`;
-the viewer doubles the files' emission rates, its "high particles" setting, so about twice ours).
+the viewer doubles the files' static emission rates, its "high particles" setting, so about twice
+ours; `--file-rates` undoes that in the page, for like-for-like particle work).
 Then the GL stacks: our GL_RENDERER / GL_VERSION, the viewer's unmasked WebGL renderer, its version
 and the browser. On a shared machine the wall clock follows the other load (a side waiting for a
 core); CPU per frame is the steadier figure, and ratios, not fps, compare across runs.
@@ -173,7 +174,7 @@ def run_model(browser, renderer, path: Path, args, stacks: dict) -> list[dict]:
     with served(args.bundle_path, model, path) as port:
         for size in args.size_list:
             job = camera_job(path.name, size, cam, seq, args.background)
-            job.update(time_ms=t0, step_ms=VIEWER_STEP_MS)
+            job.update(time_ms=t0, step_ms=VIEWER_STEP_MS, file_rates=args.file_rates)
             theirs = Theirs(browser, port, args.bundle_path, job, args.timeout)
             stacks.setdefault("viewer", theirs.gl)
             ours = Ours(renderer, model, size, t0, args.background)
@@ -216,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-frames", type=int, default=120)
     ap.add_argument("--background", default="#404040")
     ap.add_argument("--timeout", type=float, default=120.0)
+    ap.add_argument("--file-rates", action="store_true", help="the viewer emits at the files' rates (it doubles"
+                                                              " static PRE2 and ribbon rates by default)")
     ap.add_argument("--json", type=Path, help="write the results as JSON")
     args = ap.parse_args(argv)
     args.size_list = [int(s) for s in args.sizes.split(",")]
