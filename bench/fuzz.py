@@ -27,7 +27,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
-    sys.path.append(str(HERE))  # after the real packages: bench/farm.py must not shadow farm/
+    sys.path.append(str(HERE))
 
 
 @dataclass

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.append(str(Path(__file__).resolve().parent))  # last: bench/farm.py must not shadow farm/
+    sys.path.append(str(Path(__file__).resolve().parent))
 
 from fuzz_mutate import KINDS, mutate  # noqa: E402
 from fuzz_semantic import mutate_model  # noqa: E402

@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.append(str(ROOT / "bench"))  # after ROOT: bench/farm.py must not hide the farm package
+sys.path.append(str(ROOT / "bench"))
 
 from viewer import VIEWER_STEP_MS, build, camera_job, page_url, served  # noqa: E402
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-sys.path.append(str(ROOT / "bench"))  # last: bench/farm.py must not shadow the farm package
+sys.path.append(str(ROOT / "bench"))
 
 import fuzz  # noqa: E402
 from fuzz_case import corpus_files, plan  # noqa: E402

@@ -1,7 +1,7 @@
 """Farm throughput: the local runner with 1 and 2 processes, and Celery with 2 worker processes.
 
-    .venv/bin/python bench/farm.py [--size 192] [--every 20] [--repeat 3] [--renderer gl|synthetic]
-                                   [--redis redis://127.0.0.1:6379/15]
+    .venv/bin/python bench/scaling.py [--size 192] [--every 20] [--repeat 3] [--renderer gl|synthetic]
+                                      [--redis redis://127.0.0.1:6379/15]
 
 One run renders the project's sample models (every sequence, a frame every --every ms) the same
 way in each mode, into a fresh store each time, and prints:
