@@ -33,7 +33,8 @@ TEAM_TEXTURES = {
     1: ("team-color", "ReplaceableTextures\\TeamColor\\TeamColor{:02d}.blp"),
     2: ("team-glow", "ReplaceableTextures\\TeamGlow\\TeamGlow{:02d}.blp"),
 }
-MISSING_MODES = ("checker", "white")
+DEFAULT_MISSING_TEXTURES = "checker"  # the placeholder drawn for a missing texture unless "white" is asked
+MISSING_MODES = (DEFAULT_MISSING_TEXTURES, "white")  # the missing-texture modes: which placeholder is drawn
 
 
 def placeholder(mode: str) -> np.ndarray:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from farm.compare.status import UNLOADABLE
 from farm.files import file_digest
-from farm.plan.keys import percent_text, trace_key
+from farm.plan.keys import percent_text, trace_key_for
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
 from farm.settings import RenderSettings, env_int
 from renderer.anim import find_sequence as _find_sequence
@@ -231,8 +231,7 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     common = dict(settings=rs, stop_at=plan.root, missing=plan.missing)
 
     def batch(digest, sequence, name, stamps, provisional=False):
-        keys = [trace_key(plan.rel, name, label, rs.camera, rs.width, rs.height, rs.msaa, rs.team, rs.background,
-                          rs.missing_textures, rs.lighting, rs.lights, rs.events) for _, label in stamps]
+        keys = [trace_key_for(plan.rel, name, label, rs) for _, label in stamps]
         return Batch(plan.path, plan.rel, digest, sequence, name, [ms for ms, _ in stamps], keys,
                      provisional=provisional, **common)
 

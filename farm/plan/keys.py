@@ -22,21 +22,29 @@ The model's content hash, renderer version and GL environment complete the trace
 metadata; they are not in the key, so a golden can follow a trace across model edits and Mesa
 upgrades.
 
-`trace_key` builds a key, `parse_key` takes one apart into a `TraceKey` (`str(parse_key(k)) == k`
-for every key `trace_key` makes). Code that needs the model or the sequence of a key calls
-`parse_key`; nothing else splits on '|'.
+`trace_key_for(model, sequence, time, settings)` builds a key from a settings object (a
+`farm.settings.RenderSettings`, or anything with its key fields, `KEY_FIELDS`: a `TraceKey` is one);
+`trace_key` is the same key from the fields given one by one. `parse_key` takes one apart into a
+`TraceKey` (`str(parse_key(k)) == k` for every key `trace_key_for` makes). Code that needs the model
+or the sequence of a key calls `parse_key`; nothing else splits on '|'.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from types import SimpleNamespace
 
 from renderer.rules import DEFAULT_LIGHTING
+from renderer.texture_set import DEFAULT_MISSING_TEXTURES
 
-__all__ = ["TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "trace_key"]
+__all__ = ["KEY_FIELDS", "TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "trace_key",
+           "trace_key_for"]
 
 NO_SEQUENCE = "-"
+# The settings a key names, after the model, sequence and time: the attributes `trace_key_for` reads.
+KEY_FIELDS = ("camera", "width", "height", "msaa", "team", "background", "missing_textures", "lighting", "lights",
+              "events")
 
 
 def _esc(text: str) -> str:
@@ -68,16 +76,15 @@ class TraceKey:
     msaa: int
     team: int
     background: str
-    missing_textures: str = "checker"
+    missing_textures: str = DEFAULT_MISSING_TEXTURES
     lighting: str = DEFAULT_LIGHTING
     lights: str = "off"
     events: str = "off"
     time_pct: str | None = None  # "50%": a fraction of the sequence's length (percent_text), not ms
 
     def __str__(self) -> str:
-        time = self.time_ms if self.time_pct is None else self.time_pct
-        return trace_key(self.model, self.sequence, time, self.camera, self.width, self.height, self.msaa,
-                         self.team, self.background, self.missing_textures, self.lighting, self.lights, self.events)
+        return trace_key_for(self.model, self.sequence, self.time_ms if self.time_pct is None else self.time_pct,
+                             self)
 
     @property
     def rest(self) -> str:
@@ -92,21 +99,31 @@ def _time_part(time: int | str) -> str:
     return f"{int(time)}ms"
 
 
-def trace_key(model: str, sequence: str | None, time_ms: int | str, camera: str, width: int, height: int, msaa: int,
-              team: int, background: str, missing_textures: str = "checker", lighting: str = DEFAULT_LIGHTING,
-              lights: str = "off", events: str = "off") -> str:
-    """The key of a frame; `time_ms` is ms, or a fraction of the sequence as a string ("50%")."""
-    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), _time_part(time_ms), _esc(camera),
-             f"{int(width)}x{int(height)}", f"msaa{int(msaa)}", f"team{int(team)}", background]
-    if missing_textures != "checker":
-        parts.append(missing_textures)
-    if lighting != DEFAULT_LIGHTING:
-        parts.append(f"lighting={lighting}")
-    if lights != "off":
-        parts.append(f"lights={lights}")
-    if events != "off":
-        parts.append(f"events={events}")
+def trace_key_for(model: str, sequence: str | None, time: int | str, settings) -> str:
+    """The key of a frame of `model` (its path relative to the manifest) at `time` (ms, or a fraction
+    of the sequence as a string, "50%") of `sequence` (None: bind pose), drawn under `settings` (a
+    RenderSettings, a TraceKey, anything with the `KEY_FIELDS` attributes)."""
+    s = settings
+    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), _time_part(time), _esc(s.camera),
+             f"{int(s.width)}x{int(s.height)}", f"msaa{int(s.msaa)}", f"team{int(s.team)}", s.background]
+    if s.missing_textures != DEFAULT_MISSING_TEXTURES:
+        parts.append(s.missing_textures)
+    if s.lighting != DEFAULT_LIGHTING:
+        parts.append(f"lighting={s.lighting}")
+    if s.lights != "off":
+        parts.append(f"lights={s.lights}")
+    if s.events != "off":
+        parts.append(f"events={s.events}")
     return "|".join(parts)
+
+
+def trace_key(model: str, sequence: str | None, time_ms: int | str, camera: str, width: int, height: int, msaa: int,
+              team: int, background: str, missing_textures: str = DEFAULT_MISSING_TEXTURES,
+              lighting: str = DEFAULT_LIGHTING, lights: str = "off", events: str = "off") -> str:
+    """`trace_key_for` with the settings given one by one (tests, tools that have no settings object)."""
+    fields = SimpleNamespace(camera=camera, width=width, height=height, msaa=msaa, team=team, background=background,
+                             missing_textures=missing_textures, lighting=lighting, lights=lights, events=events)
+    return trace_key_for(model, sequence, time_ms, fields)
 
 
 _TIME = re.compile(r"(-?\d+)ms")
@@ -118,7 +135,7 @@ def parse_key(key: str) -> TraceKey:
     parts = str(key).split("|")
     if not 8 <= len(parts) <= 12:
         raise TraceKeyError(f"{key!r} is not a trace key (model|sequence|time|camera|size|msaa|team|background)")
-    extras = {"missing": "checker", "lighting": DEFAULT_LIGHTING, "lights": "off", "events": "off"}
+    extras = {"missing": DEFAULT_MISSING_TEXTURES, "lighting": DEFAULT_LIGHTING, "lights": "off", "events": "off"}
     for extra in parts[8:]:
         name, eq, value = extra.partition("=")
         extras[name if eq else "missing"] = value if eq else extra
