@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +31,7 @@ from renderer.rules import (
     check_lights,
     lighting_rule,
 )
+from renderer.texture_set import DEFAULT_MISSING_TEXTURES, TextureSettings
 
 RENDERER_VERSION = "0.2"  # 0.2: the viewer's lighting rule by default, stored mip levels, HD slots, GEOA colour order
 
@@ -46,7 +47,7 @@ class FrameSpec:
     msaa: int = 0
     background: str = "transparent"  # transparent | #rrggbb
     assets: tuple = ()  # asset roots, searched in order: folders or MPQ archives
-    missing_textures: str = "checker"  # checker | white
+    missing_textures: str = DEFAULT_MISSING_TEXTURES  # renderer.texture_set.MISSING_MODES: the placeholder drawn
     game: tuple = ()  # game data: a game folder, or archives (searched patch first) / extracted folders
     stop_at: str | None = None  # the asset / job root holding the model: the search goes no higher
     instance_seed: int = 0  # seeds this model instance's particle emitters (renderer.fx.rng)
@@ -138,23 +139,26 @@ class Renderer:
     def _gpu(self, model: Model, spec: FrameSpec):
         from renderer.scene import ModelGPU
 
-        assets, game, stop_at = self.asset_settings(spec)
-        key = (id(model), spec.team, assets, spec.missing_textures, game, stop_at)
+        textures = self.texture_settings(spec)
+        key = (id(model), textures)
         gpu = self._models.get(key)
         if gpu is None or gpu.model is not model:
             if gpu is not None:
                 gpu.delete()
-            gpu = ModelGPU(model, assets, spec.team, spec.missing_textures, game=game, stop_at=stop_at)
+            gpu = ModelGPU(model, textures)
             self._models[key] = gpu
         return gpu
 
-    def asset_settings(self, spec: FrameSpec) -> tuple[tuple, tuple, str | None]:
-        """(asset roots, game data, stop root) a frame searches: the spec's, then the renderer's."""
+    def texture_settings(self, spec: FrameSpec) -> TextureSettings:
+        """What a frame's textures depend on besides the model: the asset roots it searches (the
+        spec's, then the renderer's), its game data and stop root (the spec's, else the renderer's),
+        its team and its missing-texture mode."""
         assets = tuple(dict.fromkeys(str(a) for a in (*spec.assets, *self.assets)))
         game = spec.game if isinstance(spec.game, (list, tuple)) else (spec.game,) if spec.game else ()
         game = tuple(str(g) for g in (game or self.game))
         stop_at = spec.stop_at if spec.stop_at is not None else self.stop_at
-        return assets, game, None if stop_at is None else str(stop_at)
+        return TextureSettings(assets, spec.team, spec.missing_textures, game,
+                               None if stop_at is None else str(stop_at))
 
     def forget(self, model: Model) -> None:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
@@ -204,7 +208,7 @@ class Renderer:
     def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None) -> Frame:
         from renderer.gl.model_program import ModelProgram
         from renderer.gl.resources import PaletteBuffer
-        from renderer.scene import draw_model
+        from renderer.scene import FrameDraw, draw_model
 
         bg = spec.background_rgba()
         # Effects: the content hash seeds the emitters, so it is known before posing.
@@ -215,20 +219,21 @@ class Renderer:
             self._program = ModelProgram()
             self._palette = PaletteBuffer()
         lights, notes = self._lights(model, spec, pose)
+        draw = FrameDraw(camera, aspect, self._program, self._palette, spec, lights)
         fb = self._framebuffer(spec.width, spec.height, spec.msaa)
         try:
             fb.clear(bg)
             if spec.wireframe:
                 _polygon_mode(True)
             try:
-                draw_model(gpu, pose, camera, aspect, self._program, self._palette, spec.lighting, lights)
+                draw_model(gpu, pose, draw)
             finally:
                 if spec.wireframe:
                     _polygon_mode(False)
             if fx is not None:
-                self._draw_effects(fx, gpu, pose, camera, aspect, spec)
+                self._draw_effects(fx, gpu, pose, draw)
             if spec.events == "model" and model.event_objects:
-                self._draw_events(gpu, pose, camera, aspect, spec)
+                self._draw_events(gpu, pose, draw)
             rgba = fb.read_rgba()
             granted = fb.granted_samples
         except BaseException:  # a frame that failed half-way: start the next one on a fresh framebuffer
@@ -270,24 +275,24 @@ class Renderer:
             fb, self._fb = self._fb[1], None
             fb.delete()
 
-    def _draw_events(self, gpu, pose, camera, aspect, spec) -> None:
+    def _with_effect_programs(self, draw):
+        """`draw` with the effects' GL programs (made on the first frame that has effects or events)."""
+        from renderer.gl.particles import EffectPrograms
+
+        if self._fx_programs is None:
+            self._fx_programs = EffectPrograms()
+        return replace(draw, effects=self._fx_programs)
+
+    def _draw_events(self, gpu, pose, draw) -> None:
         from renderer.fx.draw import EffectResources
         from renderer.fx.events import draw_events
-        from renderer.gl.particles import EffectPrograms
 
-        if self._fx_programs is None:
-            self._fx_programs = EffectPrograms()
-        self.last_events = draw_events(gpu, pose, camera, aspect, self._fx_programs, self._program, self._palette,
-                                       spec, EffectResources.of(gpu, spec))
+        self.last_events = draw_events(gpu, pose, self._with_effect_programs(draw), EffectResources.of(gpu, draw.spec))
 
-    def _draw_effects(self, fx, gpu, pose, camera, aspect, spec) -> None:
+    def _draw_effects(self, fx, gpu, pose, draw) -> None:
         from renderer.fx.draw import draw_effects
-        from renderer.gl.particles import EffectPrograms
 
-        if self._fx_programs is None:
-            self._fx_programs = EffectPrograms()
-        self.effects.last_stats = draw_effects(fx, gpu, pose, camera, aspect, self._fx_programs, self._program,
-                                               self._palette, spec)
+        self.effects.last_stats = draw_effects(fx, gpu, pose, self._with_effect_programs(draw))
 
     def skinned_vertices(self, model: Model, spec: FrameSpec) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,

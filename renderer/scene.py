@@ -12,6 +12,7 @@ Geosets of HD materials carry tangents: TANG, or generated from UV set 0 (`rende
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -24,17 +25,40 @@ from renderer.hd import is_hd
 from renderer.model import Model
 from renderer.rules import DEFAULT_LIGHTING, HD_NEUTRAL, HD_SLOTS, lighting_rule
 from renderer.tangents import generate_tangents
+from renderer.texture_set import TextureSettings
+
+
+@dataclass(frozen=True)
+class FrameDraw:
+    """What every draw of one frame shares, made once per frame (`renderer.frame.Renderer.render`) and
+    passed whole to `draw_model`, `renderer.fx.draw.draw_effects` and `renderer.fx.events.draw_events`:
+    the camera and aspect, the GL programs and palette buffer, the frame's FrameSpec (its lighting rule,
+    instance seed and asset settings) and the model's own lights. Child models are drawn with a copy
+    (`dataclasses.replace`): no model lights, or the camera placed in the child's space."""
+
+    camera: Any  # renderer.camera.Camera, or renderer.fx.draw.PlacedCamera for a child's effects
+    aspect: float
+    program: Any  # renderer.gl.model_program.ModelProgram
+    palette: Any  # renderer.gl.resources.PaletteBuffer
+    spec: Any = None  # renderer.frame.FrameSpec; None: the default lighting rule (tests, benches)
+    lights: Any = None  # renderer.lights.FrameLights shading the model, or None (the plain program variants)
+    effects: Any = None  # renderer.gl.particles.EffectPrograms, for the effects and events passes
+
+    @property
+    def lighting(self) -> str:
+        return DEFAULT_LIGHTING if self.spec is None else self.spec.lighting
 
 
 class ModelGPU:
     """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
-    def __init__(self, model: Model, assets, team: int, missing: str, game=None, stop_at=None):
+    def __init__(self, model: Model, textures: TextureSettings):
         from renderer.anim import Animator
         from renderer.gl.resources import GeosetBuffers, upload_loaded, upload_texture
         from renderer.texture_set import load_textures
 
         self.model = model
+        self.texture_settings = textures
         self.animator = Animator(model)
         self.diagnostics: list[Diagnostic] = [Diagnostic("animation", None, note) for note in self.animator.notes]
         self.geosets: list[GeosetBuffers | None] = []
@@ -45,7 +69,7 @@ class ModelGPU:
                 continue
             self.geosets.append(GeosetBuffers(g.vertices, g.normals, skin.bone_indices.astype(np.float32),
                                               skin.bone_weights, g.uv_sets, tris, _tangents(model, g, tris)))
-        texset = load_textures(model, list(assets), team, missing, game=game, stop_at=stop_at)
+        texset = load_textures(model, textures)
         self.diagnostics.extend(texset.diagnostics)
         self.search = texset.search  # every asset lookup of this model (AssetSearch.record)
         self.textures = [upload_loaded(t) for t in texset.textures]
@@ -202,15 +226,16 @@ def upload_palettes(pose, palette) -> list[int]:
     return offsets
 
 
-def draw_model(gpu: ModelGPU, pose, camera, aspect: float, program, palette, lighting: str = DEFAULT_LIGHTING,
-               lights=None) -> None:
-    """`lights`: a `renderer.lights.FrameLights` to shade with the model's own lights (the program's
-    light-loop variants), or None (the plain variants: the frame of a model without this feature)."""
+def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
+    """Draw the posed model with `draw`'s camera, programs and lighting rule; `draw.lights`: a
+    `renderer.lights.FrameLights` to shade with the model's own lights (the program's light-loop
+    variants), or None (the plain variants: the frame of a model without this feature)."""
     from OpenGL import GL
 
+    camera, program, palette, lights = draw.camera, draw.program, draw.palette, draw.lights
     view = np.asarray(camera.view(), np.float32)
-    projection = np.asarray(camera.projection(aspect), np.float32)
-    rule = lighting_rule(lighting)
+    projection = np.asarray(camera.projection(draw.aspect), np.float32)
+    rule = lighting_rule(draw.lighting)
     program.select_lights(lights is not None)
     framed: dict[tuple, tuple[int, dict]] = {}  # the variants this frame has bound, with the frame's uniforms
 

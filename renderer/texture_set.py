@@ -8,7 +8,6 @@ images a loader provides itself (`Model.texture_source`, e.g. Halo bitmap tags),
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +47,26 @@ def placeholder(mode: str) -> np.ndarray:
     img[on, 0] = 255
     img[on, 2] = 255
     return img
+
+
+@dataclass(frozen=True)
+class TextureSettings:
+    """What decides a model's textures besides the model: where the search looks (asset roots, game
+    data, the root it climbs no higher than), the team colour and the missing-texture mode (which
+    placeholder is drawn: `MISSING_MODES`). Derived once per frame from its FrameSpec
+    (`renderer.frame.Renderer.texture_settings`); a ModelGPU is made for one."""
+
+    assets: tuple = ()  # asset roots, searched in order after the model's own folders
+    team: int = 0
+    missing_textures: str = DEFAULT_MISSING_TEXTURES
+    game: tuple = ()  # game data (renderer.assets.search.game_paths), searched last
+    stop_at: str | None = None  # the asset / job root holding the model: the search goes no higher
+
+    def __post_init__(self):
+        if self.missing_textures not in MISSING_MODES:
+            raise ValueError(f"missing-texture mode must be one of {MISSING_MODES}, got {self.missing_textures!r}")
+        object.__setattr__(self, "assets", tuple(str(a) for a in self.assets))
+        object.__setattr__(self, "game", tuple(str(g) for g in self.game))
 
 
 @dataclass
@@ -115,14 +134,15 @@ def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: Tex
     return builtin, f"{label}:{team}"
 
 
-def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int = 0, missing: str = "checker",
-                  game=None, stop_at=None, search: AssetSearch | None = None) -> TextureSet:
-    """The textures of `model`, looked up by `search` (default: the model's own search over
-    `asset_roots`, `game` and `stop_at`, see `AssetSearch.for_model`)."""
-    if missing not in MISSING_MODES:
-        raise ValueError(f"missing-texture mode must be one of {MISSING_MODES}, got {missing!r}")
+def load_textures(model: Model, settings: TextureSettings | None = None,
+                  search: AssetSearch | None = None) -> TextureSet:
+    """The textures of `model` under `settings` (default: TextureSettings()), looked up by `search`
+    (default: the model's own search over the settings' asset roots, game data and stop root, see
+    `AssetSearch.for_model`)."""
+    settings = TextureSettings() if settings is None else settings
+    team, mode = settings.team, settings.missing_textures
     if search is None:
-        search = AssetSearch.for_model(ModelLocation.of(model), asset_roots, game, stop_at)
+        search = AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at)
     out = TextureSet([], [Diagnostic("assets", None, e) for e in search.errors], search)
     reported: set[tuple[str, str]] = set()
     source = getattr(model, "texture_source", None)
@@ -131,9 +151,9 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
         if ("texture", path) not in reported:  # one diagnostic per missing path per model
             reported.add(("texture", path))
             entry = next(e for e in search.missing() if e["kind"] == "texture" and e["asked"] == path)
-            drawn = f"drawing a {missing} placeholder"
+            drawn = f"drawing a {mode} placeholder"
             out.diagnostics.append(Diagnostic(where, None, _missing_sentence(entry, drawn)))
-        out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
+        out.textures.append(LoadedTexture(placeholder(mode), wrap_s, wrap_t, "missing"))
 
     for i, tex in enumerate(model.textures):
         wrap_s, wrap_t = bool(tex.flags & 1), bool(tex.flags & 2)
@@ -152,8 +172,8 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
         path = str(tex.path) or REPLACEABLE_PATHS.get(tex.replaceable_id, "")
         if not path:
             what = f"replaceable id {tex.replaceable_id}" if tex.replaceable_id else "an empty path"
-            out.diagnostics.append(Diagnostic(where, None, f"{what} names no texture; drawing a {missing} placeholder"))
-            out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
+            out.diagnostics.append(Diagnostic(where, None, f"{what} names no texture; drawing a {mode} placeholder"))
+            out.textures.append(LoadedTexture(placeholder(mode), wrap_s, wrap_t, "missing"))
             continue
         asset = search.find(path)
         if asset is None:
@@ -169,8 +189,8 @@ def load_textures(model: Model, asset_roots: list[Path] | tuple = (), team: int 
             if ("decode", asset.where) not in reported:
                 reported.add(("decode", asset.where))
                 out.diagnostics.append(Diagnostic(where, None, f"cannot decode {path!r} ({asset.where}): "
-                                                  f"{e.sentence()}; drawing a {missing} placeholder"))
-            out.textures.append(LoadedTexture(placeholder(missing), wrap_s, wrap_t, "missing"))
+                                                  f"{e.sentence()}; drawing a {mode} placeholder"))
+            out.textures.append(LoadedTexture(placeholder(mode), wrap_s, wrap_t, "missing"))
             continue
         out.textures.append(LoadedTexture(chain.top, wrap_s, wrap_t, asset.where, chain.mode, chain.levels[1:]))
     return out

@@ -9,6 +9,7 @@ from render_util import FRONT_CAMERA, layer, quad, renderer, solid, write_model
 
 from renderer.formats.mdx import load_mdx
 from renderer.frame import FrameSpec, Renderer
+from renderer.texture_set import TextureSettings
 
 RED, BLUE = (255, 0, 0, 255), (0, 0, 255, 255)
 
@@ -50,9 +51,9 @@ def test_stop_root_and_the_record(gl, job):
     gl.forget(model)
     # Renderer-wide defaults (no GL context is made to read them): the spec's own roots come first.
     defaults = Renderer(assets=("/a",), game="/game", stop_at=root)
-    assert defaults.asset_settings(spec()) == (("/a",), ("/game",), str(root))
-    assert defaults.asset_settings(spec(assets=("/b",), game=("/g1", "/g2"), stop_at="/s")) == (
-        ("/b", "/a"), ("/g1", "/g2"), "/s")
+    assert defaults.texture_settings(spec()) == TextureSettings(("/a",), 0, "checker", ("/game",), str(root))
+    assert defaults.texture_settings(spec(assets=("/b",), game=("/g1", "/g2"), stop_at="/s", team=3)) == (
+        TextureSettings(("/b", "/a"), 3, "checker", ("/g1", "/g2"), "/s"))
 
 
 @pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))

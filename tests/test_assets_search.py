@@ -13,7 +13,7 @@ from mpq_build import build, have_tools
 from renderer.assets import DecodeCache, GameDataError, ModelLocation, game_archives, order_archives
 from renderer.assets.search import AssetSearch
 from renderer.model import Model, Texture
-from renderer.texture_set import load_textures
+from renderer.texture_set import TextureSettings, load_textures
 
 needs_mpq = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
 
@@ -198,13 +198,13 @@ def test_team_colour_from_game_data_else_builtin(tmp_path):
     target.write_bytes((blp / "Black32.blp").read_bytes())
     game = build(data, tmp_path / "game" / "war3.mpq")
     model = Model(textures=[Texture(replaceable_id=1), Texture(replaceable_id=2)], path=str(tmp_path / "x.mdx"))
-    with_game = load_textures(model, team=3, game=[game])
+    with_game = load_textures(model, TextureSettings(team=3, game=(game,)))
     assert with_game.textures[0].source == f"{game}:ReplaceableTextures\\TeamColor\\TeamColor03.blp"
     assert with_game.textures[0].rgba.shape[:2] != (1, 1)
     assert with_game.textures[1].source == "team-glow:3"  # not in that game data: the built-in glow
     assert not with_game.diagnostics  # a built-in fallback is no missing texture
     assert [e["kind"] for e in with_game.search.missing()] == ["team-glow"]  # but the lookup is recorded
-    builtin = load_textures(model, team=3)
+    builtin = load_textures(model, TextureSettings(team=3))
     assert builtin.textures[0].source == "team-color:3"
     assert np.array_equal(builtin.textures[0].rgba, team_color_texture(3))
 

@@ -34,6 +34,7 @@ from renderer.errors import Diagnostic
 from renderer.fx import pre2
 from renderer.model import Model, Texture
 from renderer.rules import DEFAULT_LIGHTING, PREM_TGA_HALF_SIZE, lighting_rule
+from renderer.texture_set import TextureSettings
 
 
 def shade_factor(lighting: str = DEFAULT_LIGHTING) -> float:
@@ -43,12 +44,10 @@ def shade_factor(lighting: str = DEFAULT_LIGHTING) -> float:
 class EffectResources:
     """Textures and child models the effects of one model need, in one GPU context (per ModelGPU)."""
 
-    def __init__(self, gpu, assets, team: int, missing: str):
+    def __init__(self, gpu, textures: TextureSettings):
         self.gpu = gpu
         self.model: Model = gpu.model
-        self.assets = tuple(assets)
-        self.team = team
-        self.missing = missing
+        self.textures = textures  # of effect textures (through the model's search) and child models
         self._textures: dict[tuple, int] = {}
         self._children: dict[int, object] = {}
         self._child_fx: dict[int, tuple | None] = {}
@@ -58,7 +57,9 @@ class EffectResources:
     def of(cls, gpu, spec) -> EffectResources:
         """The model's resources (made on first use, kept on its ModelGPU), for effects and events alike."""
         if getattr(gpu, "effects", None) is None:
-            gpu.effects = cls(gpu, spec.assets, spec.team, spec.missing_textures)
+            # The frame's own asset roots, team and placeholder; child models search their own folders and
+            # these roots (no game data, no stop root), as in 0.2 (goldens of PREM children keep their bytes).
+            gpu.effects = cls(gpu, TextureSettings(spec.assets, spec.team, spec.missing_textures))
         return gpu.effects
 
     def _note(self, key, where: str, message: str) -> None:
@@ -75,8 +76,7 @@ class EffectResources:
             holder = Model(textures=[texture], path=self.model.path)
             # The model's own search (renderer.assets: map root, asset roots, game data), so effect
             # textures are found like the model's and recorded with the frame's other lookups.
-            loaded = load_textures(holder, list(self.assets), self.team, self.missing,
-                                   search=getattr(self.gpu, "search", None))
+            loaded = load_textures(holder, self.textures, search=getattr(self.gpu, "search", None))
             for d in loaded.diagnostics:
                 self.gpu.diagnostics.append(Diagnostic(where, d.offset, d.message))
             t = loaded.textures[0]
@@ -93,7 +93,8 @@ class EffectResources:
         if 0 <= tid < len(self.gpu.textures):
             return self.gpu.textures[tid]
         self._note(("tid", spec.index), where, f"texture id {tid} names no texture of the model "
-                                               f"({len(self.gpu.textures)}); drawing a {self.missing} placeholder")
+                                               f"({len(self.gpu.textures)}); drawing a {self.textures.missing_textures}"
+                                               f" placeholder")
         return self._load(("placeholder",), Texture(path=""), where)
 
     def prem_texture(self, spec) -> int:
@@ -125,7 +126,7 @@ class EffectResources:
                                                      f" the asset roots or the game data; its particles are not drawn")
         else:
             try:
-                child = ModelGPU(load_model(found), self.assets, self.team, self.missing)
+                child = ModelGPU(load_model(found), self.textures)
                 self.gpu.diagnostics.extend(Diagnostic(where, d.offset, d.message) for d in child.diagnostics)
             except (FormatError, OSError, ValueError) as exc:
                 msg = exc.sentence() if isinstance(exc, FormatError) else str(exc)
@@ -192,9 +193,9 @@ def child_seed(instance_seed: int, emitter_index: int, identity: int) -> int:
     return int.from_bytes(digest.digest()[:8], "little") >> 1
 
 
-def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program, palette, spec,
-                 depth: int = 0) -> dict:
-    """Draw the simulation's effects into the bound framebuffer; returns counts for tests/benches.
+def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
+    """Draw the simulation's effects into the bound framebuffer with `draw` (a renderer.scene.FrameDraw
+    with its `effects` programs); returns counts for tests/benches.
 
     PREM child instances run their own animation and, one level deep (`depth` 0: a child's children
     are drawn but their emitters are not simulated, which bounds the work), their own particles and
@@ -205,11 +206,12 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
     stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0, "child_particles": 0}
     if sim is None:
         return stats
-    res = EffectResources.of(gpu, spec)
+    res = EffectResources.of(gpu, draw.spec)
     model = gpu.model
+    camera, programs = draw.camera, draw.effects
     view = camera.view()
-    projection = camera.projection(aspect)
-    shaded = shade_factor(spec.lighting)
+    projection = camera.projection(draw.aspect)
+    shaded = shade_factor(draw.lighting)
     t = sim.t_ms
 
     # 1. PREM child model instances.
@@ -224,7 +226,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
         for m, age, ident in zip(e.instance_matrices(), e.ages_ms(t), e.identities(), strict=True):
             local = child.animator.pose(seq, float(age), view)
             cpose = dataclasses.replace(local, palettes=[np.einsum("ij,njk->nik", m, p) for p in local.palettes])
-            draw_model(child, cpose, camera, aspect, model_program, palette, spec.lighting)
+            draw_model(child, cpose, dataclasses.replace(draw, lights=None))
             stats["children"] += 1
             stats["draws"] += 1
             if own is not None:
@@ -233,8 +235,7 @@ def draw_effects(sim, gpu, pose, camera, aspect: float, programs, model_program,
                 csim = effects.at(child.model, child.animator, seq, max(float(age), 0.0),
                                   child_seed(sim.instance_seed, e.spec.index, int(ident)), digest, placed.view())
                 if csim is not None:
-                    cstats = draw_effects(csim, child, local, placed, aspect, programs, model_program, palette,
-                                          spec, depth=1)
+                    cstats = draw_effects(csim, child, local, dataclasses.replace(draw, camera=placed), depth=1)
                     stats["child_particles"] += cstats["particles"] + cstats["ribbon_edges"]
                     stats["draws"] += cstats["draws"]
 

@@ -203,9 +203,10 @@ def _alpha_ramp(row: dict, kind: str, age_s: float) -> tuple[np.ndarray, float] 
     return c[:3], float(c[3])
 
 
-def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palette, spec, res) -> dict:
-    """Draw the fired events of `gpu.model` (see the module docstring); `res` is the model's
-    EffectResources (textures, spawned models). Returns counts."""
+def draw_events(gpu, pose, draw, res) -> dict:
+    """Draw the fired events of `gpu.model` (see the module docstring) with `draw` (a
+    renderer.scene.FrameDraw with its `effects` programs); `res` is the model's EffectResources
+    (textures, spawned models). Returns counts."""
     from renderer.fx.draw import PlacedCamera, child_seed, draw_effects  # the effects pass, for spawned models
     from renderer.fx.ribbons import VERTEX_FLOATS
     from renderer.scene import draw_model
@@ -218,7 +219,8 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
     if tables is None:
         tables = gpu.event_tables = EventTables(getattr(gpu, "search", None))
     skeleton = gpu.animator.skeleton
-    view, projection = camera.view(), camera.projection(aspect)
+    camera, spec, programs = draw.camera, draw.spec, draw.effects
+    view, projection = camera.view(), camera.projection(draw.aspect)
     splats = []  # (verts, texture, state, rgba)
     for ev in fired_events(model, pose):
         e = model.event_objects[ev.index]
@@ -246,7 +248,7 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
             place = np.eye(4)
             place[:3, 3] = at
             cpose = dataclasses.replace(local, palettes=[np.einsum("ij,njk->nik", place, p) for p in local.palettes])
-            draw_model(child, cpose, camera, aspect, model_program, palette, spec.lighting)
+            draw_model(child, cpose, dataclasses.replace(draw, lights=None))
             stats["spawned"] += 1
             own = res.child_effects(ref, child)
             if own is not None:  # its particles and ribbons, from the moment of the event, seeded by it
@@ -257,7 +259,7 @@ def draw_events(gpu, pose, camera, aspect: float, programs, model_program, palet
                                   child_seed(spec.instance_seed, 1 << 20 | ev.index, int(ev.frame)), digest,
                                   placed.view())
                 if csim is not None:
-                    draw_effects(csim, child, local, placed, aspect, programs, model_program, palette, spec, depth=1)
+                    draw_effects(csim, child, local, dataclasses.replace(draw, camera=placed), depth=1)
         elif ev.kind in ("splat", "ubersplat"):
             look = _alpha_ramp(row, ev.kind, ev.age_ms / 1000.0)
             if look is None:
