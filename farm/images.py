@@ -5,23 +5,28 @@ The PNG codec (with the trace in its ``modelfarm.trace`` text chunk) is the rend
 digest, a sha256 of the canonical RGBA bytes and the size, independent of PNG encoding, that
 goldens and comparisons use to recognise the same picture. `encode_image` writes either format
 (`farm render -o x.webp`, `farm thumbnails --format webp`): a WebP carries no trace, so its writer
-puts the trace in a JSON sidecar next to it (``x.webp.json``).
+puts the trace in a JSON sidecar next to it (``x.webp.json``). `encode_animation` writes one animated
+image of several frames (`farm render --animate`): lossless WebP or APNG, or a GIF as a lossy preview.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+from fractions import Fraction
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageSequence
 
 from renderer.png import TRACE_KEY, png_bytes, read_png
 
-__all__ = ["IMAGE_FORMATS", "TRACE_KEY", "as_rgba", "blank_reason", "encode_image", "image_digest", "png_bytes",
-           "png_pixel_digest", "read_png"]
+__all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "as_rgba", "blank_reason",
+           "encode_animation", "encode_image", "frame_durations", "image_digest", "png_bytes", "png_pixel_digest",
+           "read_animation", "read_png"]
 
 IMAGE_FORMATS = ("png", "webp")  # what encode_image writes; also the extensions `farm render -o` takes
+ANIMATION_FORMATS = ("webp", "png", "gif")  # what encode_animation writes: WebP and APNG lossless, GIF lossy
+ANIMATION_MAX_BYTES = 4 << 30  # the RGBA of every frame is held until the animation is encoded
 
 
 def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
@@ -80,3 +85,40 @@ def encode_image(rgba, trace: dict, fmt: str) -> bytes:
                                                                           method=4, exact=True)
         return buf.getvalue()
     raise ValueError(f"image format must be one of {', '.join(IMAGE_FORMATS)}, not {fmt!r}")
+
+
+def frame_durations(times: list[int], fps: float | None = None) -> list[int]:
+    """How long each frame shows, in whole ms: with `fps`, 1000/fps each (rounded so that they add up
+    to the exact total); else the gap to the next timestamp, the last frame keeping the gap before it
+    (a lone frame: 100 ms)."""
+    if fps is not None:
+        step = Fraction(1000) / Fraction(fps).limit_denominator(1000)
+        return [round((i + 1) * step) - round(i * step) for i in range(len(times))]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    return gaps + [gaps[-1] if gaps else 100]
+
+
+def encode_animation(frames: list, durations: list[int], fmt: str) -> bytes:
+    """One looping animated image of `frames` (RGBA arrays), each shown its duration (ms). "webp":
+    lossless, every visible pixel exact (libwebp's animation encoder stores the colour under alpha 0
+    as 0); "png": APNG, every byte of RGBA exact; "gif": a lossy preview (a 256-colour palette per
+    frame, 1-bit transparency, durations in 10 ms steps). Consecutive identical frames become one
+    frame that lasts their total (every encoder does this): the picture at each moment is the same."""
+    if fmt not in ANIMATION_FORMATS:
+        raise ValueError(f"animation format must be one of {', '.join(ANIMATION_FORMATS)}, not {fmt!r}")
+    if not frames or len(frames) != len(durations):
+        raise ValueError(f"an animation needs one duration per frame: {len(frames)} frames, {len(durations)} durations")
+    images = [Image.fromarray(as_rgba(f, f"frame {i}"), "RGBA") for i, f in enumerate(frames)]
+    options = {"webp": {"format": "WEBP", "lossless": True, "quality": 80, "method": 4},
+               "png": {"format": "PNG"}, "gif": {"format": "GIF", "disposal": 2}}[fmt]
+    buf = io.BytesIO()
+    images[0].save(buf, save_all=True, append_images=images[1:], duration=[int(d) for d in durations], loop=0,
+                   **options)
+    return buf.getvalue()
+
+
+def read_animation(data: bytes) -> list[tuple[np.ndarray, int]]:
+    """(RGBA, duration ms) of each frame of an animated (or still) WebP, APNG or GIF, as shown."""
+    with Image.open(io.BytesIO(data)) as im:
+        return [(np.asarray(f.convert("RGBA")).copy(), int(round(f.info.get("duration") or 0)))
+                for f in ImageSequence.Iterator(im)]

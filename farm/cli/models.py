@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 
 from farm.cli.common import UsageError, msaa_arg, size_arg, team_arg
+from farm.environment import default_game
 from farm.files import atomic_write, atomic_write_json
-from farm.images import IMAGE_FORMATS, blank_reason, encode_image
+from farm.images import (
+    ANIMATION_FORMATS,
+    ANIMATION_MAX_BYTES,
+    IMAGE_FORMATS,
+    blank_reason,
+    encode_animation,
+    encode_image,
+    frame_durations,
+)
 from farm.look import CAMERA_HELP, blank_warning, frame_defaults
 from farm.plan.batches import max_frames
 from farm.settings import (
@@ -21,7 +30,6 @@ from farm.settings import (
     check_lighting,
     check_time,
     containing_root,
-    default_game,
 )
 from renderer.anim import UnknownSequence
 from renderer.assets import MpqError, list_models, read_source
@@ -46,7 +54,8 @@ EXAMPLES = {
                 "farm inspect maps/keep.w3x", "farm inspect 'maps/keep.w3x:war3mapImported/Ghost.mdx'"],
     "convert": ["farm convert models/crate.mdx crate.mdl"],
     "render": ["farm render models/crate.mdx -o crate.png --sequence Stand --time 500 --size 256x256",
-               "farm render models/crate.mdx -o walk.png --sequence Walk --every 100 --size 128"],
+               "farm render models/crate.mdx -o walk.png --sequence Walk --every 100 --size 128",
+               "farm render models/crate.mdx -o walk.webp --animate --sequence Walk --every 50 --size 128"],
 }
 
 
@@ -173,11 +182,22 @@ def _times(args, model, seq, time_ms: int) -> list[int]:
     return [check_time(time_ms, "--time")]
 
 
-def _output_format(output: str) -> str:
-    """The format -o asks for, by its extension (farm.images.IMAGE_FORMATS: .png, .webp, any case); a
-    device or pipe (/dev/stdout, a FIFO: renderer.files.is_stream) takes PNG whatever its name.
-    Anything else is refused before the model is read, in one sentence."""
+def _animated(args) -> bool:
+    """One animated image instead of numbered stills: --animate, --fps, or a .gif output."""
+    return bool(args.animate or args.fps is not None or Path(args.output).suffix.lower() == ".gif")
+
+
+def _output_format(output: str, animated: bool = False) -> str:
+    """The format -o asks for, by its extension (farm.images.IMAGE_FORMATS: .png, .webp, any case;
+    animated, farm.images.ANIMATION_FORMATS: .gif too); a device or pipe (/dev/stdout, a FIFO:
+    renderer.files.is_stream) takes PNG whatever its name, but not an animation (its traces go in a
+    sidecar next to it). Anything else is refused before the model is read, in one sentence."""
     suffix = Path(output).suffix
+    if animated and suffix.lower().lstrip(".") in ANIMATION_FORMATS and not is_stream(output):
+        return suffix.lower().lstrip(".")
+    if animated and is_stream(output):
+        raise UsageError(f"-o {output}: an animation's frame traces go in a sidecar next to it, and {output} is a"
+                         f" device or a pipe; name a file instead (e.g. anim.webp)")
     if suffix.lower().lstrip(".") in IMAGE_FORMATS:
         return suffix.lower().lstrip(".")
     if is_stream(output):
@@ -197,6 +217,34 @@ def _write_frame(dest: Path, fmt: str, frame) -> None:
                                                                 "diagnostic_count": len(diagnostics)})
 
 
+def _write_animation(dest: Path, fmt: str, frames: list, times: list[int], fps: float | None) -> None:
+    """The frames as one looping animation (farm.images.encode_animation), durations from the
+    timestamps or --fps, written atomically; the sidecar DEST.json keeps every frame's time, duration,
+    trace and diagnostics, in order (the encoders merge consecutive identical frames; the sidecar
+    lists every frame rendered)."""
+    durations = frame_durations(times, fps)
+    atomic_write(dest, encode_animation([f.rgba for f in frames], durations, fmt))
+    atomic_write_json(dest.with_name(dest.name + ".json"), {
+        "format": fmt, "lossless": fmt != "gif", "loop": 0,
+        "frames": [{"time_ms": t, "duration_ms": d, "trace": f.trace,
+                    "diagnostics": [x.as_dict() for x in f.diagnostics], "diagnostic_count": len(f.diagnostics)}
+                   for f, t, d in zip(frames, times, durations, strict=True)]})
+    kind = "lossy preview" if fmt == "gif" else "lossless"
+    print(f"{dest}: {len(frames)} frames, t={times[0]}..{times[-1]} ms, {sum(durations)} ms a loop ({kind})")
+
+
+def _check_animation(args, times: list[int]) -> None:
+    """--fps in range, and the frames' pixels (all held until the animation is encoded) within
+    farm.images.ANIMATION_MAX_BYTES: refused before anything is rendered."""
+    if args.fps is not None and not 0 < args.fps <= 1000:
+        raise UsageError(f"--fps must be more than 0 and at most 1000 frames a second, not {args.fps:g}")
+    need = len(times) * args.size[0] * args.size[1] * 4
+    if need > ANIMATION_MAX_BYTES:
+        raise UsageError(f"-o {args.output}: {len(times):,} frames of {args.size[0]}x{args.size[1]} hold"
+                         f" {need / (1 << 30):.1f} GiB until the animation is encoded, more than"
+                         f" {ANIMATION_MAX_BYTES / (1 << 30):.0f} GiB; render fewer frames (--every) or smaller ones")
+
+
 def _warn_blank(name: str, model, seq, blank: list[tuple[int, str]], count: int) -> None:
     """A blank frame is never silent: farm.look.blank_warning's sentence for the first, and how many more."""
     if not blank:
@@ -207,7 +255,8 @@ def _warn_blank(name: str, model, seq, blank: list[tuple[int, str]], count: int)
 
 
 def cmd_render(args) -> int:
-    fmt = _output_format(args.output)
+    animated = _animated(args)
+    fmt = _output_format(args.output, animated)
     model = _load(args.model, strict=args.strict, **_halo_options(args))
     sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
     try:
@@ -218,7 +267,9 @@ def cmd_render(args) -> int:
     time_ms, camera = frame_defaults(model, seq, args.time, args.camera, several)  # the default look (farm.look)
     times = _times(args, model, seq, time_ms)
     out = Path(args.output)
-    if len(times) > 1 and is_stream(out):  # numbered names next to /dev/stdout or a FIFO: never what was meant
+    if animated:
+        _check_animation(args, times)
+    elif len(times) > 1 and is_stream(out):  # numbered names next to /dev/stdout or a FIFO: never what was meant
         raise UsageError(f"-o {args.output}: {len(times)} frames go to files numbered after -o's name, and"
                          f" {args.output} is a device or a pipe; name a file instead (e.g. frames.png)")
     settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
@@ -231,6 +282,7 @@ def cmd_render(args) -> int:
     stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     blank: list[tuple[int, str]] = []  # (ms, why) of each blank frame
+    frames: list = []  # animated: every frame, encoded together at the end
     try:
         for i, t in enumerate(times):
             spec = settings.frame_spec(seq, t, stop_at)
@@ -240,8 +292,11 @@ def cmd_render(args) -> int:
                 frame = renderer.render(model, spec)
             except (CameraError, ValueError) as e:
                 raise UsageError(f"{args.model}: {e}") from None
-            dest = out if len(times) == 1 else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")
-            _write_frame(dest, fmt, frame)
+            dest = out if len(times) == 1 or animated else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")
+            if animated:
+                frames.append(frame)
+            else:
+                _write_frame(dest, fmt, frame)
             reason = blank_reason(frame.rgba)
             if reason is not None:
                 blank.append((t, reason))
@@ -249,9 +304,12 @@ def cmd_render(args) -> int:
                 for d in frame.diagnostics:
                     print(f"warning: {d.sentence(args.model)}", file=sys.stderr)
                 _tag_root_hint(args.model, model, frame)
-            print(f"{dest}: t={t} ms")
+            if not animated:
+                print(f"{dest}: t={t} ms")
     finally:
         renderer.close()
+    if animated:
+        _write_animation(out, fmt, frames, times, args.fps)
     _warn_blank(args.model, model, seq, blank, len(times))
     return 0
 
@@ -289,7 +347,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("render", help="render frames of a model to PNG or WebP")
+    s = sub.add_parser("render", help="render frames of a model to PNG or WebP, or one animation (--animate)")
     s.add_argument("model", help="the model file to render, or a model inside an archive:"
                                  " maps/x.w3x:path/in/archive.mdx")
     s.add_argument("-o", "--output", required=True, help="the image to write, .png (trace in a text chunk) or .webp"
@@ -299,6 +357,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
     s.add_argument("--times", help="several times in ms, e.g. 0,250,500")
     s.add_argument("--every", type=int, help="render every N ms of the sequence")
+    s.add_argument("--animate", action="store_true",
+                   help="write the frames as one looping animated image instead of numbered files: .webp (lossless),"
+                        " .png (APNG, lossless) or .gif (a lossy preview; a .gif output always animates); each frame"
+                        " lasts until the next timestamp (the last one the gap before it); every frame's trace goes in"
+                        " the OUTPUT.json sidecar")
+    s.add_argument("--fps", type=float, help="with --animate (implies it): each frame lasts 1000/FPS ms instead")
     s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH or N (NxN), default 512x512")
     s.add_argument("--camera", help=CAMERA_HELP)
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
