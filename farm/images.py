@@ -20,9 +20,9 @@ from PIL import Image, ImageSequence
 
 from renderer.png import TRACE_KEY, png_bytes, read_png
 
-__all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "as_rgba", "blank_reason",
-           "encode_animation", "encode_image", "frame_durations", "image_digest", "png_bytes", "png_pixel_digest",
-           "read_animation", "read_png"]
+__all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "animation_sidecar", "as_rgba",
+           "blank_reason", "encode_animation", "encode_image", "frame_durations", "image_digest", "png_bytes",
+           "png_pixel_digest", "read_animation", "read_png"]
 
 IMAGE_FORMATS = ("png", "webp")  # what encode_image writes; also the extensions `farm render -o` takes
 ANIMATION_FORMATS = ("webp", "png", "gif")  # what encode_animation writes: WebP and APNG lossless, GIF lossy
@@ -115,6 +115,16 @@ def encode_animation(frames: list, durations: list[int], fmt: str) -> bytes:
     images[0].save(buf, save_all=True, append_images=images[1:], duration=[int(d) for d in durations], loop=0,
                    **options)
     return buf.getvalue()
+
+
+def animation_sidecar(fmt: str, times: list[int], durations: list[int], traces: list[dict],
+                      diagnostics: list[list[dict]]) -> dict:
+    """The JSON kept next to an animation (``x.webp.json``): every frame rendered, in order, with its
+    time, duration, renderer trace and diagnostics (the image itself may have merged identical ones)."""
+    return {"format": fmt, "lossless": fmt != "gif", "loop": 0,
+            "frames": [{"time_ms": t, "duration_ms": d, "trace": trace, "diagnostics": diags,
+                        "diagnostic_count": len(diags)}
+                       for t, d, trace, diags in zip(times, durations, traces, diagnostics, strict=True)]}
 
 
 def read_animation(data: bytes) -> list[tuple[np.ndarray, int]]:

@@ -14,6 +14,7 @@ from farm.images import (
     ANIMATION_FORMATS,
     ANIMATION_MAX_BYTES,
     IMAGE_FORMATS,
+    animation_sidecar,
     blank_reason,
     encode_animation,
     encode_image,
@@ -224,11 +225,8 @@ def _write_animation(dest: Path, fmt: str, frames: list, times: list[int], fps: 
     lists every frame rendered)."""
     durations = frame_durations(times, fps)
     atomic_write(dest, encode_animation([f.rgba for f in frames], durations, fmt))
-    atomic_write_json(dest.with_name(dest.name + ".json"), {
-        "format": fmt, "lossless": fmt != "gif", "loop": 0,
-        "frames": [{"time_ms": t, "duration_ms": d, "trace": f.trace,
-                    "diagnostics": [x.as_dict() for x in f.diagnostics], "diagnostic_count": len(f.diagnostics)}
-                   for f, t, d in zip(frames, times, durations, strict=True)]})
+    atomic_write_json(dest.with_name(dest.name + ".json"), animation_sidecar(
+        fmt, times, durations, [f.trace for f in frames], [[x.as_dict() for x in f.diagnostics] for f in frames]))
     kind = "lossy preview" if fmt == "gif" else "lossless"
     print(f"{dest}: {len(frames)} frames, t={times[0]}..{times[-1]} ms, {sum(durations)} ms a loop ({kind})")
 
