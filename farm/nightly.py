@@ -1,23 +1,10 @@
 """Nightly runs: a Celery beat schedule that renders a manifest every night, compares it with its
 goldens and writes a dated report and a status file.
 
-Configuration (environment of the beat process and of the worker that runs the task):
-
-=========================  ====================================================  =====================
-variable                   meaning                                               default
-=========================  ====================================================  =====================
-FARM_NIGHTLY_MANIFEST      the manifest to run; no schedule without it           -
-FARM_NIGHTLY_HOUR          hour of the day (0-23, in the app's timezone: UTC)    2
-FARM_NIGHTLY_MINUTE        minute (0-59)                                         0
-FARM_NIGHTLY_REPORTS       where the dated reports and status files go           $FARM_OUT/nightly
-FARM_NIGHTLY_GOLDENS       the goldens folder                                    found next to the manifest
-FARM_NIGHTLY_QUEUE         the queue the nightly task goes to                    farm-nightly
-FARM_NIGHTLY_TIME_LIMIT    seconds the whole nightly run may take                43200 (12 h)
-FARM_NIGHTLY_NOTIFY        after each night: a command or an http(s) URL         -
-FARM_NIGHTLY_STATE         beat's state folder (its schedule file)               REPORTS/state
-=========================  ====================================================  =====================
-
-(Every FARM_* variable is also in farm.settings.FARM_VARIABLES, which `farm --help` prints.)
+Configuration: the FARM_NIGHTLY_* variables (manifest, hour, minute, reports, goldens, queue,
+time limit, notify, state) in the environment of the beat process and of the worker that runs
+the task; what each does and its default are in farm.environment.FARM_VARIABLES, which
+`farm --help` prints (`nightly_settings` reads them).
 
 Start beat next to the workers (the task and the schedule are registered by farm.celery; this
 module imports no Celery). Beat keeps its schedule state (when each entry last ran) in a file; put
@@ -72,12 +59,12 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
+from farm.environment import default_out, default_reports, env_int, env_str, variable_default
 from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
 from farm.pipeline import compare_job
 from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
-from farm.settings import default_out, default_reports, env_int, variable_default
 from farm.store import open_store
 
 __all__ = ["NIGHTLY_QUEUE", "SCHEDULE_NAME", "TASK_NAME", "beat_command", "notify", "nightly_settings",
@@ -87,7 +74,7 @@ log = logging.getLogger("farm.nightly")
 SCHEDULE_NAME = "celerybeat-schedule"  # beat's state file, in the state folder
 
 TASK_NAME = "farm.nightly"
-NIGHTLY_QUEUE = "farm-nightly"
+NIGHTLY_QUEUE = variable_default("FARM_NIGHTLY_QUEUE")
 
 
 def nightly_settings(environ=None) -> dict | None:
@@ -100,15 +87,15 @@ def nightly_settings(environ=None) -> dict | None:
     reports = default_reports(env)
     return {
         "manifest": manifest,
-        "hour": env_int("FARM_NIGHTLY_HOUR", 2, env, maximum=23),
-        "minute": env_int("FARM_NIGHTLY_MINUTE", 0, env, maximum=59),
+        "hour": env_int("FARM_NIGHTLY_HOUR", environ=env),
+        "minute": env_int("FARM_NIGHTLY_MINUTE", environ=env),
         "reports": reports,
         "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
         "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
         "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
         "out": out,
-        "queue": env.get("FARM_NIGHTLY_QUEUE") or NIGHTLY_QUEUE,
-        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", 12 * 3600, env, minimum=60, maximum=7 * 24 * 3600),
+        "queue": env_str("FARM_NIGHTLY_QUEUE", env),
+        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", environ=env),
     }
 
 

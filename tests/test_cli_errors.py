@@ -146,7 +146,8 @@ def test_thumbnails_on_a_full_disk_is_one_sentence_naming_the_path(project):
 
 
 def test_every_integer_variable_is_listed_and_checked_before_a_command_starts(tmp_path):
-    from farm.settings import FARM_VARIABLES, INT_BOUNDS, SettingError, check_environment
+    from farm.environment import FARM_VARIABLES, INT_BOUNDS, check_environment
+    from farm.settings import SettingError
 
     assert set(INT_BOUNDS) <= {n for n, _, _ in FARM_VARIABLES}
     with pytest.raises(SettingError, match="FARM_NIGHTLY_MINUTE must be from 0 to 59, not 60"):

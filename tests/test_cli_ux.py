@@ -175,7 +175,7 @@ def test_help_lists_every_farm_variable_the_source_reads(capsys):
     import re
     from pathlib import Path
 
-    from farm.settings import FARM_VARIABLES
+    from farm.environment import FARM_VARIABLES
 
     root = Path(__file__).resolve().parents[1]
     used = set()
@@ -184,7 +184,7 @@ def test_help_lists_every_farm_variable_the_source_reads(capsys):
             used |= set(re.findall(r"\bFARM_[A-Z][A-Z_]*[A-Z]\b", f.read_text("utf-8")))
     used -= {"FARM_VARIABLES"}
     listed = {n for n, _, _ in FARM_VARIABLES}
-    assert used - listed == set(), f"FARM_* variables read but not in farm.settings.FARM_VARIABLES: {used - listed}"
+    assert used - listed == set(), f"FARM_* variables read but not in farm.environment.FARM_VARIABLES: {used - listed}"
     with pytest.raises(SystemExit):
         farm("--help")
     out = capsys.readouterr().out
@@ -255,7 +255,9 @@ def test_size_syntax_is_one_everywhere():
 
 
 def test_project_file_found_upwards(tmp_path, capsys, monkeypatch):
-    from farm.settings import SettingError, broker_url, default_out, project
+    from farm.environment import broker_url, default_out
+    from farm.project import project
+    from farm.settings import SettingError
 
     (tmp_path / "assets").mkdir()
     (tmp_path / "farm.toml").write_text('store = "my-store"\ngoldens = "my-goldens"\nassets = ["assets"]\n'

@@ -382,7 +382,7 @@ def test_delivery_counts_from_many_processes_all_count(store_env):
 
 
 def test_farm_out_and_the_project_file_name_an_s3_store(s3, tmp_path):
-    from farm.settings import DEFAULT_OUT, default_reports
+    from farm.environment import DEFAULT_OUT, default_reports
 
     env = {**s3.env, "FARM_OUT": f"s3://{BUCKET}/from-env"}
     r = _farm(s3, tmp_path, "status", "nosuch", env=env)

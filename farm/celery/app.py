@@ -5,30 +5,12 @@ root ``celery -A tasks`` works too):
 
     FARM_BROKER_URL=redis://host:6379/0 celery -A farm.celery worker --pool prefork --concurrency 2 -E
 
-Configuration comes from the environment, read when this module is imported:
-
-=============================  =========================================================  ============
-variable                       meaning                                                    default
-=============================  =========================================================  ============
-FARM_BROKER_URL                broker (Redis URL)                                         redis://127.0.0.1:6379/0
-FARM_RESULT_BACKEND            result backend (progress states and batch results)         the broker URL
-FARM_QUEUE                     queue the batches go to and workers consume                ``farm``
-FARM_SOFT_TIME_LIMIT           seconds a batch may take; then its remaining frames fail   600
-FARM_TIME_LIMIT                hard limit: the pool process is killed                     soft + 60
-FARM_VISIBILITY_TIMEOUT        Redis redelivers an unacked batch after this (> hard)      hard + 60
-FARM_RESTORE_INTERVAL          seconds between sweeps that requeue unacked batches        10
-FARM_FRAME_TIME_LIMIT          seconds one frame may take (farm.run.budget)               120
-FARM_MEMORY_LIMIT_MB           private memory per pool process (farm.run.budget)          4096
-FARM_MAX_TASKS_PER_CHILD       recycle a pool process after this many batches             100
-FARM_MAX_MEMORY_PER_CHILD      ... or when its resident memory exceeds this (KiB)         2097152 (2 GiB)
-FARM_TASK_MAX_RETRIES          retries of a batch after a transient failure               3
-FARM_RETRY_BACKOFF             first retry delay, seconds (doubles, capped, jittered)     2
-FARM_RETRY_BACKOFF_MAX         longest retry delay, seconds                               60
-FARM_MAX_DELIVERIES            a batch whose worker died this many times fails            3
-FARM_SOFT_SHUTDOWN_TIMEOUT     seconds a cold shutdown lets running batches finish        0 (none)
-FARM_OUT                       the store as this worker sees it (else the client's path)  -
-FARM_RENDERER / FARM_GL_BACKEND  see farm.run.worker                                      gl / auto
-=============================  =========================================================  ============
+Configuration comes from the FARM_* variables (broker, result backend, queue, time limits,
+visibility timeout, pool recycling, retries, deliveries, shutdown), read when this module is
+imported; what each does and its default are in farm.environment.FARM_VARIABLES (`farm --help`),
+the one place they are written. FARM_OUT is the store as this worker sees it (else the client's
+path); FARM_RENDERER and FARM_GL_BACKEND pick the renderer (farm.run.worker). A worker started
+without FARM_BROKER_URL uses Redis on this machine (`WORKER_BROKER`).
 
 The tasks are farm.celery.tasks, the client side (send a job's batches, follow them) is
 farm.celery.client.
@@ -90,35 +72,33 @@ from pathlib import Path
 
 from celery import Celery, signals
 
+from farm.environment import check_broker, default_int, env_int, env_str, variable_default
 from farm.nightly import NIGHTLY_QUEUE, nightly_settings
 from farm.nightly import TASK_NAME as NIGHTLY_TASK
 from farm.run import worker
-from farm.settings import SettingError, check_broker, env_int
+from farm.settings import SettingError
 
 __all__ = ["DEFAULT_QUEUE", "RENDER_TASK", "app", "beat_schedule", "config_from_env"]
 
 RENDER_TASK = "farm.render_batch"
-DEFAULT_QUEUE = "farm"
-
-
-def _int_env(name: str, default: int, environ=None) -> int:
-    return env_int(name, default, environ)
+DEFAULT_QUEUE = variable_default("FARM_QUEUE")
+WORKER_BROKER = "redis://127.0.0.1:6379/0"  # a worker's broker when FARM_BROKER_URL is not set
 
 
 def config_from_env(environ=None) -> dict:
     """Celery settings from FARM_* variables (see the module docstring)."""
     env = os.environ if environ is None else environ
-    broker = check_broker(env.get("FARM_BROKER_URL") or "redis://127.0.0.1:6379/0", "FARM_BROKER_URL")
-    soft = _int_env("FARM_SOFT_TIME_LIMIT", 600, env)
-    hard = _int_env("FARM_TIME_LIMIT", soft + 60, env)
+    broker = check_broker(env.get("FARM_BROKER_URL") or WORKER_BROKER, "FARM_BROKER_URL")
+    soft = env_int("FARM_SOFT_TIME_LIMIT", environ=env)
+    hard = env_int("FARM_TIME_LIMIT", soft + 60, env)  # FARM_VARIABLES: soft limit + 60
     if hard <= soft:
         raise SettingError(f"FARM_TIME_LIMIT ({hard} s) must be longer than FARM_SOFT_TIME_LIMIT ({soft} s)")
-    visibility = _int_env("FARM_VISIBILITY_TIMEOUT", hard + 60, env)
-    restore = _int_env("FARM_RESTORE_INTERVAL", 10, env) or 10
+    visibility = env_int("FARM_VISIBILITY_TIMEOUT", hard + 60, env)  # FARM_VARIABLES: hard limit + 60
+    restore = env_int("FARM_RESTORE_INTERVAL", environ=env) or default_int("FARM_RESTORE_INTERVAL")
     if visibility <= hard:
         raise SettingError(f"FARM_VISIBILITY_TIMEOUT ({visibility} s) must be longer than the hard time limit"
                            f" FARM_TIME_LIMIT ({hard} s), or Redis hands running batches to a second worker")
-    queue = env.get("FARM_QUEUE") or DEFAULT_QUEUE
+    queue = env_str("FARM_QUEUE", env)
     return {
         "broker_url": broker,
         "result_backend": env.get("FARM_RESULT_BACKEND") or broker,
@@ -143,18 +123,18 @@ def config_from_env(environ=None) -> dict:
         "worker_send_task_events": True,
         "worker_prefetch_multiplier": 1,
         "worker_pool": "prefork",
-        "worker_max_tasks_per_child": _int_env("FARM_MAX_TASKS_PER_CHILD", 100, env) or None,
-        "worker_max_memory_per_child": _int_env("FARM_MAX_MEMORY_PER_CHILD", 2 * 1024 * 1024, env) or None,
+        "worker_max_tasks_per_child": env_int("FARM_MAX_TASKS_PER_CHILD", environ=env) or None,
+        "worker_max_memory_per_child": env_int("FARM_MAX_MEMORY_PER_CHILD", environ=env) or None,
         "task_soft_time_limit": soft,
         "task_time_limit": hard,
         # Cold shutdown (SIGQUIT; SIGTERM under REMAP_SIGTERM=SIGQUIT, as in docker/compose.yaml): running
         # batches get this long, then are cancelled and requeued at once (docker/README.md, "Stopping").
-        "worker_soft_shutdown_timeout": float(_int_env("FARM_SOFT_SHUTDOWN_TIMEOUT", 0, env)),
+        "worker_soft_shutdown_timeout": float(env_int("FARM_SOFT_SHUTDOWN_TIMEOUT", environ=env)),
         "result_expires": 7 * 24 * 3600,
-        "farm_task_max_retries": _int_env("FARM_TASK_MAX_RETRIES", 3, env),
-        "farm_retry_backoff": _int_env("FARM_RETRY_BACKOFF", 2, env),
-        "farm_retry_backoff_max": _int_env("FARM_RETRY_BACKOFF_MAX", 60, env),
-        "farm_max_deliveries": _int_env("FARM_MAX_DELIVERIES", 3, env) or 3,
+        "farm_task_max_retries": env_int("FARM_TASK_MAX_RETRIES", environ=env),
+        "farm_retry_backoff": env_int("FARM_RETRY_BACKOFF", environ=env),
+        "farm_retry_backoff_max": env_int("FARM_RETRY_BACKOFF_MAX", environ=env),
+        "farm_max_deliveries": env_int("FARM_MAX_DELIVERIES", environ=env),
     }
 
 

@@ -29,9 +29,9 @@ from kombu.exceptions import OperationalError
 
 from farm.celery.app import app
 from farm.celery.tasks import render_batch_task
+from farm.environment import env_int, redact_url
 from farm.run.dispatch import RunnerUnavailable
 from farm.run.execute import BatchResult
-from farm.settings import env_int, redact_url
 
 __all__ = ["broker_tasks", "in_flight", "run_celery"]
 
@@ -224,7 +224,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
         if progress is not None and hasattr(progress, "write"):
             progress.write(f"farm: {text}")
 
-    call = _Reconnecting(broker, say, env_int("FARM_BROKER_RETRY_S", 300))
+    call = _Reconnecting(broker, say, env_int("FARM_BROKER_RETRY_S"))
 
     def send(b) -> str:
         r = call(render_batch_task.apply_async, kwargs={"job_id": job_id, "batch": b.to_dict(),

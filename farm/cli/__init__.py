@@ -16,7 +16,7 @@ Conventions every command keeps (tests/test_cli_ux.py checks them):
 - a run is named by its job id, by the path of its jobs/<id>.json, or ``latest`` (the newest job in
   the store).
 - ``--trace PATTERN`` matches any part of a key: a substring, or a glob anywhere in it.
-- farm.toml (farm.settings.project) gives store, goldens, assets, broker and option defaults.
+- farm.toml (farm.project.project) gives store, goldens, assets, broker and option defaults.
 - ``-v``/``-q`` on every command: logging (farm.run.progress.configure_logging); -q prints errors
   only, whatever the command prints (farm.cli.quiet: stdout dropped but --json, stderr passes
   ``error`` lines) and turns progress off. Progress is a bar on a terminal and a line every few
@@ -33,13 +33,15 @@ from farm.cli import goldens, jobs, models, thumbnails, view
 from farm.cli.common import UsageError
 from farm.cli.parser import FarmParser
 from farm.cli.quiet import errors_only
+from farm.environment import check_environment, variables_help
 from farm.goldens import GoldenError
 from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
+from farm.project import project
 from farm.run.dispatch import RunnerUnavailable
 from farm.run.jobs import JobError
 from farm.run.progress import configure_logging
-from farm.settings import SettingError, check_environment, project, variables_help
+from farm.settings import SettingError
 from farm.store.documents import StoreError
 from farm.version import version_line
 from renderer.errors import FormatError

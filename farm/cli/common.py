@@ -9,12 +9,13 @@ import os
 import sys
 from pathlib import Path
 
+from farm.environment import default_out
 from farm.goldens import INDEX_NAME, find_goldens
 from farm.report import write_report
 from farm.report.markdown import IMAGES_HINT, published
 from farm.report.text import summary_text
 from farm.run.jobs import JobState
-from farm.settings import SettingError, check_image_base, check_msaa, check_size, check_team, default_out
+from farm.settings import SettingError, check_image_base, check_msaa, check_size, check_team
 from farm.store import open_store
 
 __all__ = [

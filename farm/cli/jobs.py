@@ -25,13 +25,13 @@ from farm.cli.common import (
 )
 from farm.compare.status import CAUSE_HINTS, UNLOADABLE
 from farm.demo import run_demo
+from farm.environment import broker_url, default_reports
 from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
 from farm.pipeline import compare_job
 from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
-from farm.settings import broker_url, default_reports
 
 __all__ = ["EXAMPLES", "add_parsers", "compare_after_run", "compare_step"]
 

@@ -80,9 +80,9 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm.environment import default_goldens
 from farm.files import append_line, atomic_write, read_json_lines_at
 from farm.images import png_pixel_digest
-from farm.settings import default_goldens
 
 __all__ = [
     "FORMAT",

@@ -26,16 +26,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from farm.compare.status import UNLOADABLE
+from farm.environment import default_int, env_int
 from farm.files import file_digest
 from farm.plan.keys import percent_text, trace_key_for
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
-from farm.settings import RenderSettings, env_int
+from farm.settings import RenderSettings
 from renderer.anim import find_sequence as _find_sequence
 from renderer.assets import read_source, split_source
 from renderer.formats import load_model
 
-DEFAULT_MAX_FRAMES = 200_000
-DEFAULT_BATCH_FRAMES = 48
+DEFAULT_MAX_FRAMES = default_int("FARM_MAX_FRAMES")
+DEFAULT_BATCH_FRAMES = default_int("FARM_BATCH_FRAMES")
 
 __all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "error_text", "expand_manifest", "expand_plan",
            "find_sequence", "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_stamps",
@@ -63,7 +64,7 @@ def batch_frames(environ=None) -> int:
     process the whole job's critical path. Frames are the same bytes either way (a batch renders what
     separate renders give); each batch loads the model once and simulates its effects from the
     bounded window before its first frame."""
-    return env_int("FARM_BATCH_FRAMES", DEFAULT_BATCH_FRAMES, environ, minimum=1)
+    return env_int("FARM_BATCH_FRAMES", environ=environ)
 
 
 def chunks(times: list, size: int) -> list[list]:
@@ -80,7 +81,7 @@ def chunks(times: list, size: int) -> list[list]:
 
 def max_frames(environ=None) -> int:
     """The most frames one job may plan (FARM_MAX_FRAMES, default 200,000)."""
-    return env_int("FARM_MAX_FRAMES", DEFAULT_MAX_FRAMES, environ, minimum=1)
+    return env_int("FARM_MAX_FRAMES", environ=environ)
 
 
 def resolve_stamps(plan: ModelPlan, length_ms: int, limit: int | None = None,

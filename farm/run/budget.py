@@ -34,12 +34,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from farm.settings import env_int
+from farm.environment import default_int, env_int
 
 __all__ = ["Budgets", "FrameTimeout", "data_limit", "frame_deadline", "limit_memory", "over_budget", "private_memory"]
 
-DEFAULT_FRAME_SECONDS = 120
-DEFAULT_MEMORY_MIB = 4096
+DEFAULT_FRAME_SECONDS = default_int("FARM_FRAME_TIME_LIMIT")
+DEFAULT_MEMORY_MIB = default_int("FARM_MEMORY_LIMIT_MB")
 
 
 class FrameTimeout(Exception):
@@ -53,8 +53,8 @@ class Budgets:
 
     @classmethod
     def from_env(cls, environ=None) -> Budgets:
-        return cls(env_int("FARM_FRAME_TIME_LIMIT", DEFAULT_FRAME_SECONDS, environ),
-                   env_int("FARM_MEMORY_LIMIT_MB", DEFAULT_MEMORY_MIB, environ))
+        return cls(env_int("FARM_FRAME_TIME_LIMIT", environ=environ),
+                   env_int("FARM_MEMORY_LIMIT_MB", environ=environ))
 
 
 MEMORY_TICK_S = 0.25  # how often a running frame's memory is sampled

@@ -10,8 +10,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from farm.environment import broker_url
 from farm.run.execute import BatchResult
-from farm.settings import broker_url
 
 __all__ = ["RUNNERS", "RunnerUnavailable", "in_flight", "mode", "run_batches"]
 
@@ -40,7 +40,7 @@ def _runner(name: str) -> Callable:
 
 def run_batches(job_id: str, batches: list, store, *, broker: str | None, workers: int | None,
                 on_result: Callable[[BatchResult], None], progress=None, follow: list | None = None) -> None:
-    """Run `batches` for `job_id` on the runner `broker` names (see farm.settings.broker_url);
+    """Run `batches` for `job_id` on the runner `broker` names (see farm.environment.broker_url);
     `follow` ((task id or None, batch) pairs, from `in_flight`) are batches already sent and still
     queued or running: followed to their end, not sent again."""
     broker = broker_url(broker, reach=True)  # checked, and connected to once

@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from farm.environment import default_int
 from farm.plan.batches import Batch, error_text, find_sequence, read_model_and_digest
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from renderer.gl.base import GLContextError
@@ -61,7 +62,7 @@ __all__ = [
 
 # How many times a batch may be started (deliveries) before it is failed without rendering: a
 # model that kills its worker process must not loop forever (see Store.begin_batch).
-DEFAULT_MAX_DELIVERIES = 3
+DEFAULT_MAX_DELIVERIES = default_int("FARM_MAX_DELIVERIES")
 RECORD_EVERY_S = 1.0  # how often a running batch records the frames it has done so far
 
 

@@ -35,12 +35,12 @@ from collections import defaultdict
 from pathlib import Path
 
 from farm.compare.status import CAUSE_HINTS, RETRY_CANNOT_FIX, UNLOADABLE
+from farm.environment import broker_url, default_out, redact_url
 from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
 from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
 from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
-from farm.settings import broker_url, default_out, redact_url
 from farm.store import Store, open_store, split_job_url
 
 __all__ = ["JobError", "JobState", "retry_job", "run_job", "status_text"]

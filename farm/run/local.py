@@ -29,11 +29,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from farm.environment import env_int
 from farm.plan.batches import Batch
 from farm.run import worker
 from farm.run.budget import Budgets
-from farm.run.execute import DEFAULT_MAX_DELIVERIES, BatchResult, TransientError, render_batch
-from farm.settings import env_int
+from farm.run.execute import BatchResult, TransientError, render_batch
 from farm.store import Store, open_store
 
 __all__ = ["default_workers", "run_local"]
@@ -41,7 +41,6 @@ __all__ = ["default_workers", "run_local"]
 log = logging.getLogger("farm.local")
 START_METHOD = "spawn"
 TRANSIENT_RETRIES = 2
-STALL_GRACE_S = 30  # on top of twice the frame time limit, before a silent worker is stopped
 
 _queue = None  # in a child: where frame counts go
 
@@ -84,15 +83,15 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
     if not batches:
         return
     workers = max(1, min(int(workers or default_workers()), len(batches)))
-    max_deliveries = max_deliveries or env_int("FARM_MAX_DELIVERIES", None, minimum=1) or DEFAULT_MAX_DELIVERIES
-    max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD", 0) or None
+    max_deliveries = max_deliveries or env_int("FARM_MAX_DELIVERIES")
+    max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD") or None  # FARM_VARIABLES: 100, as in Celery
     ctx = mp.get_context(START_METHOD)
     q = ctx.Queue()
     stop = threading.Event()
 
     seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
     frame_s = Budgets.from_env().frame_seconds
-    grace = env_int("FARM_STALL_GRACE_S", STALL_GRACE_S)
+    grace = env_int("FARM_STALL_GRACE_S")
     stall_s = frame_s * 2 + grace if frame_s else 0
 
     def listen() -> None:

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 
-from farm.settings import env_int
+from farm.environment import env_int
 
 __all__ = ["OnceFilter", "Progress", "configure_logging", "progress_line"]
 
@@ -66,7 +66,7 @@ class Progress:
         self._t0 = time.monotonic()
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
-        self.every = float(every if every is not None else env_int("FARM_PROGRESS_EVERY", 10, minimum=1))
+        self.every = float(every if every is not None else env_int("FARM_PROGRESS_EVERY"))
         tty = _isatty(self._file)
         if enabled is None:
             enabled = True

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
+from farm.environment import default_game, env_str
 from farm.run.budget import Budgets, limit_memory
-from farm.settings import default_game
 from renderer.frame import Frame, Renderer, model_hash
 from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
 
@@ -60,7 +60,7 @@ _USER_LP = "LP_NUM_THREADS" in os.environ  # set by the user before this process
 
 
 def renderer_kind(kind: str | None = None) -> str:
-    kind = kind or os.environ.get("FARM_RENDERER", "gl") or "gl"
+    kind = kind or env_str("FARM_RENDERER")
     if kind not in RENDERERS and not re.fullmatch(r"[\w.]+:[\w.]+", kind):
         raise ValueError(f"FARM_RENDERER must be one of {', '.join(RENDERERS)} or module:factory, not {kind!r}")
     return kind
@@ -81,9 +81,9 @@ def _create(kind: str):
             factory = getattr(factory, part)
         return factory()
     if kind == "synthetic":
-        return SyntheticRenderer(float(os.environ.get("FARM_SYNTHETIC_DELAY_MS", "0") or 0))
+        return SyntheticRenderer(float(env_str("FARM_SYNTHETIC_DELAY_MS")))
     # Game data as this worker host has it (FARM_GAME_DIR): searched last, after a job's own game data.
-    return Renderer(os.environ.get("FARM_GL_BACKEND", "auto") or "auto", game=default_game())
+    return Renderer(env_str("FARM_GL_BACKEND"), game=default_game())
 
 
 def init_process(concurrency: int, kind: str | None = None, eager: bool = True) -> None:

@@ -29,13 +29,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from farm.environment import broker_url
 from farm.files import atomic_write, atomic_write_json
 from farm.look import DEFAULT_CAMERA
 from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
-from farm.settings import RenderSettings, SettingError, broker_url, check_assets, check_game
+from farm.settings import RenderSettings, SettingError, check_assets, check_game
 from farm.store import is_url, open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index

@@ -26,8 +26,9 @@ import math
 import shlex
 from dataclasses import dataclass, field, replace
 
+from farm.environment import default_game
 from farm.look import DEFAULT_CAMERA, default_time, frame_camera
-from farm.settings import MAX_TEAM, RenderSettings, containing_root, default_game
+from farm.settings import MAX_TEAM, RenderSettings, containing_root
 from renderer.camera import AUTO_FOV_DEG, resolve_camera
 from renderer.frame import FrameSpec
 from renderer.model import Model
