@@ -127,7 +127,7 @@ class Layer:
     coord_id: int = 0
     alpha: float = 1.0
     emissive_gain: float = 1.0  # 900+
-    fresnel_color: tuple = (1.0, 1.0, 1.0)  # 1000+ (see options.FRESNEL_IN_V900)
+    fresnel_color: tuple = (1.0, 1.0, 1.0)  # 1000+ (see rules.FRESNEL_IN_V900)
     fresnel_opacity: float = 0.0
     fresnel_team_color: float = 0.0
     shader_type_id: int = 0  # 1100+
@@ -270,7 +270,7 @@ class ParticleEmitter2(Node):
     gravity: float = 0.0
     lifespan: float = 0.0
     emission_rate: float = 0.0
-    length: float = 0.0  # field at N+24, track KP2N (see options.PRE2_FIELD_NAMES)
+    length: float = 0.0  # field at N+24, track KP2N (see rules.PRE2_FIELD_NAMES)
     width: float = 0.0  # field at N+28, track KP2W
     filter_mode: int = 0
     rows: int = 1

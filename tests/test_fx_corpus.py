@@ -59,7 +59,7 @@ def test_corpus_effects_render_and_repeat(rel, sequence, times):
 
 def test_particle_emitter2_test_file_simulates_without_showing_anything():
     """war3mdlx's PRE2 fixture: no sequence, two emitters with lifespan 0 and a squirt emitter of rate 0.1
-    and no KP2E track, which adds 0.1 of a particle at t = 0 and never more (options.PRE2_SQUIRT): by the
+    and no KP2E track, which adds 0.1 of a particle at t = 0 and never more (rules.PRE2_SQUIRT): by the
     rules nothing is ever alive. Its odd fields (time split 11.23, colours > 1, texture id -99, replaceable
     id 10, every node flag) must not break anything."""
     model = load_model(corpus_path("zengfanfan__war3mdlx/test/particle_emitter2.mdx"))

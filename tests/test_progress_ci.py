@@ -42,7 +42,7 @@ def test_no_lines_when_disabled():
 def test_each_warning_once_and_verbosity():
     err = io.StringIO()
     log = configure_logging(0, False, stream=err)
-    child = logging.getLogger("farm.local")
+    child = logging.getLogger("farm.run.local")
     for _ in range(3):
         child.warning("a worker process died; %d batch(es) run again", 2)
     child.info("hidden at the default level")

@@ -172,7 +172,7 @@ app.conf.beat_schedule = beat_schedule()
 app.conf.task_routes = _nightly_routes()
 
 
-# --- worker lifecycle (farm.worker does the per-process work)
+# --- worker lifecycle (farm.run.worker does the per-process work)
 
 _pool = {"concurrency": None}
 

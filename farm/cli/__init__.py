@@ -1,8 +1,9 @@
 """`farm ...`: the command line. One module per command group (models: inspect, convert, render;
 jobs: run, status, retry, demo, nightly; thumbnails; goldens: compare, approve, reject, goldens,
 report, serve, diff), each with `add_parsers(sub)` and `EXAMPLES` (command -> example lines, the
-epilog of its --help); `main` parses, runs the command and turns every error a user can cause into
-one sentence on stderr and exit status 2 (the one error guard).
+epilog of its --help); `main` parses, runs the command and turns every error a user can cause that
+reaches it into one sentence on stderr and exit status 2 (`_run`; a command that reports a bad item
+and goes on, or wants its own words, catches that error itself).
 
 Conventions every command keeps (tests/test_cli_ux.py checks them):
 
@@ -109,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args) -> int:
-    """The command, behind the one error guard: every error a user can cause is one sentence, exit 2."""
+    """The command, behind the command line's error guard: an error a user can cause is one sentence, exit 2."""
     configure_logging(args.verbose, args.quiet)  # the handler writes to the stderr in force (quiet: errors only)
     try:
         check_environment()  # a bad FARM_* integer stops the command before it starts anything

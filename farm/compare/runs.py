@@ -331,7 +331,7 @@ def _sort_traces(traces: dict) -> dict:
 def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iterable[str] | None = None,
                 previous: dict | None = None, rest_current: bool = True, heatmaps: bool = True,
                 write: bool = True) -> dict:
-    """Compare a run (farm.jobs.JobState) with the golden folder `goldens`; returns the results.
+    """Compare a run (farm.run.jobs.JobState) with the golden folder `goldens`; returns the results.
 
     `keys` with `previous` recompares only those traces and keeps the rest (for `farm serve`
     after an approval); `rest_current` says the other traces' lines did not change meanwhile (else

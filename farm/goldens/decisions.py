@@ -54,7 +54,7 @@ def golden_marks(c: Candidate) -> dict:
 
 
 def run_candidates(job, keys: Iterable[str]) -> tuple[list[Candidate], list[str]]:
-    """The stored images of `keys` in a run (farm.jobs.JobState); and sentences for those skipped."""
+    """The stored images of `keys` in a run (farm.run.jobs.JobState); and sentences for those skipped."""
     out, skipped = [], []
     for key in keys:
         t = job.traces.get(key)

@@ -38,7 +38,7 @@ from farm.store import Store, open_store
 
 __all__ = ["default_workers", "run_local"]
 
-log = logging.getLogger("farm.local")
+log = logging.getLogger("farm.run.local")
 START_METHOD = "spawn"
 TRANSIENT_RETRIES = 2
 

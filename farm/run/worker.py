@@ -52,7 +52,7 @@ __all__ = [
     "shutdown_process",
 ]
 
-log = logging.getLogger("farm.worker")
+log = logging.getLogger("farm.run.worker")
 
 RENDERERS = ("gl", "synthetic")
 _state: dict = {"renderer": None, "kind": None, "pid": None}

@@ -1,7 +1,7 @@
 """`make_thumbnails`: find the models, render what changed, write thumbnails, sheets and the index.
 
 The coordinator (this process) never loads GL: it hashes the model files, decides what to render,
-sends one "thumbnail" batch per model to the farm's runner (farm.local's process pool, or Celery
+sends one "thumbnail" batch per model to the farm's runner (farm.run.local's process pool, or Celery
 workers with a broker: the same worker code either way) and writes everything in the output
 folder itself, from the images the workers return:
 

@@ -1,7 +1,7 @@
 """PREM (ParticleEmitter): particles that are child model instances or textured quads.
 
 Properties (static field or track; §2.5): emission rate KPEE (particles/s), gravity KPEG, longitude
-KPLN and latitude KPLT (radians, `options.PREM_ANGLES`), lifespan KPEL (s, captured per particle at
+KPLN and latitude KPLT (radians, `rules.PREM_ANGLES`), lifespan KPEL (s, captured per particle at
 spawn), initial velocity KPES, visibility KPEV. Node flags: 0x8000 EmitterUsesMDL (each particle is
 an instance of the model named by `path`, animated from its own first sequence at the particle's
 age), 0x10000 EmitterUsesTGA (each particle is a camera-facing quad textured with `path`). With

@@ -8,7 +8,7 @@ Per step, for each ribbon emitter (one `Trail` per emitter per model instance):
     are captured by the edges emitted now;
   * the trail advances to the step's stamp and emits only while KRVS > 0 (default 1), alpha > 0
     and the clock plays (a non-looping sequence past its end stops emitting);
-  * emissionRate x `options.RIBBON_EMISSION_RATE_SCALE` edges per second, counted from the step's
+  * emissionRate x `rules.RIBBON_EMISSION_RATE_SCALE` edges per second, counted from the step's
     times (`window.emission_count`, at most the trail's `burst_cap`), lifespan seconds
     (clamped to `window.MAX_LIFETIME_MS`), gravity along world -Z.
 Hidden emitters (KRVS <= 0, alpha <= 0) still advance their trail (edges age and expire) but emit

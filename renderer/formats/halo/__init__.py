@@ -48,8 +48,9 @@ How a model tag maps onto the neutral Model
   `info["textures"][i]["flat_color"]` (`shaders.flat_color`: from crc32 of the lower-case shader path,
   each channel 64..223, alpha 255), plus a diagnostic. Out-of-range shader indices use one extra
   fallback material.
-- The renderer gets pixels with `resolve_halo_bitmap(model, layer.texture_id)` when `model.format ==
-  "halo"`: (H, W, 4) uint8 RGBA, row 0 = the top row, sampled with uv as stored (no V flip); the
+- The renderer gets pixels through the model's `texture_source` (`load.HaloBitmaps`, which
+  renderer.texture_set asks before any file search; `resolve_halo_bitmap(model, texture_id)` is the
+  same lookup as a function): (H, W, 4) uint8 RGBA, row 0 = the top row, sampled with uv as stored (no V flip); the
   top mip level of the base map, or a 1x1 image of the flat colour. Decoded images are cached and
   read-only.
 - Selection: `lod` super_high (default), high, medium, low, super_low (or 0..4), falling back to
