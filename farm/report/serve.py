@@ -231,160 +231,201 @@ class ReportServer:
 TOKEN_COOKIE = "farm_token"
 
 
+class _Refused(Exception):
+    """A POST the server answers with an error: the HTTP status and the message of its JSON."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+_ACTIONS = {"/api/approve": "approve", "/api/reject": "reject", "/api/undo": "undo", "/api/bulk": "bulk"}
+_BULK_USAGE = ("bulk: {\"action\": \"approve\"|\"reject\", \"keys\": [...]} or {\"action\": ..., \"status\":"
+               " \"fail\"}")
+
+
+class ReportHandler(BaseHTTPRequestHandler):
+    """One request to `farm serve`: pages and images (GET, HEAD) and decisions (POST /api/...).
+    `_handler` makes a subclass bound to its server's `state`, `allowed_hosts` and `guarded`."""
+
+    server_version = "modelfarm"
+    protocol_version = "HTTP/1.1"
+    timeout = READ_TIMEOUT  # socket timeout: a slow or short request never holds the thread forever
+    state: ReportServer
+    allowed_hosts: set[str] | None = None
+    guarded: bool = False
+
+    def log_message(self, fmt, *args):  # quiet: one line per decision is printed instead
+        pass
+
+    def handle_one_request(self):
+        self.server.waiting(self.connection)  # the client's turn to send: READ_TIMEOUT in all
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok and self.command != "POST":
+            self.server.working(self.connection)  # the whole request is in: no client deadline
+        return ok
+
+    def _host_ok(self) -> bool:
+        if self.allowed_hosts is None:
+            return True  # the token guards every request instead (a port mapping changes the Host)
+        host = (self.headers.get("Host") or "").strip().lower()
+        return host in self.allowed_hosts
+
+    def _token_ok(self) -> bool:
+        if not self.guarded:
+            return True  # a random token: pages are open, decisions need the page's token (below)
+        cookies = dict(c.strip().split("=", 1) for c in (self.headers.get("Cookie") or "").split(";") if "=" in c)
+        given = self.headers.get("X-Farm-Token") or cookies.get(TOKEN_COOKIE, "")
+        return same_token(given, self.state.token)
+
+    def _send(self, code: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Referrer-Policy", "no-referrer")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, code: int, obj: dict) -> None:
+        self._send(code, json.dumps(obj).encode("utf-8"), "application/json")
+
+    def do_HEAD(self):  # noqa: N802
+        self.do_GET()
+
+    def do_GET(self):  # noqa: N802
+        if not self._host_ok():
+            return self._send(HTTPStatus.MISDIRECTED_REQUEST, b"wrong Host\n", "text/plain")
+        parts = urlsplit(self.path)
+        path = unquote(parts.path)
+        if "\x00" in path:
+            return self._send(HTTPStatus.BAD_REQUEST, b"bad path\n", "text/plain")
+        if self.guarded and not self._guard_page(parts):
+            return None
+        if path in ("/", "/index.html"):
+            path = "/index.html"
+        if path == "/favicon.ico":
+            return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+        return self._send_file(path)
+
+    def _guard_page(self, parts) -> bool:
+        """With FARM_SERVE_TOKEN: the link's ?token= becomes the cookie (a redirect), a request without
+        the token is refused. False when this answered the request."""
+        query = dict(q.split("=", 1) for q in parts.query.split("&") if "=" in q)
+        if same_token(unquote(query.get("token", "")), self.state.token):
+            self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {
+                "Location": parts.path or "/",
+                "Set-Cookie": f"{TOKEN_COOKIE}={self.state.token}; HttpOnly; SameSite=Strict; Path=/"})
+            return False
+        if not self._token_ok():
+            self._send(HTTPStatus.UNAUTHORIZED, b"open the link with ?token=... (FARM_SERVE_TOKEN)\n", "text/plain")
+            return False
+        return True
+
+    def _send_file(self, path: str) -> None:
+        """A file of the report folder (nothing outside it), with its type."""
+        root = self.state.folder.resolve()
+        target = (root / path.lstrip("/")).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            return self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+        ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
+            ctype += "; charset=utf-8"
+        with self.state.lock:
+            body = target.read_bytes()
+        self._send(HTTPStatus.OK, body, ctype)
+
+    def do_POST(self):  # noqa: N802
+        try:
+            body = self._json_body()
+            action = _ACTIONS.get(urlsplit(self.path).path)
+            if action is None:
+                raise _Refused(HTTPStatus.NOT_FOUND, "no such endpoint")
+            _check_decision(action, body)
+            out = self._decide(action, body)
+        except _Refused as e:
+            return self._json(e.code, {"ok": False, "message": e.message})
+        what = body.get("key") or body.get("action") or ""
+        print(f"farm serve: {action} {what}: {out['message']}", file=sys.stderr, flush=True)
+        self._json(HTTPStatus.OK, out)
+
+    def _json_body(self) -> dict:
+        """The POST's JSON object, after the Host, token, type, length and depth checks (_Refused)."""
+        if not self._host_ok():
+            raise _Refused(HTTPStatus.MISDIRECTED_REQUEST, "wrong Host")
+        if not same_token(self.headers.get("X-Farm-Token", ""), self.state.token):
+            raise _Refused(HTTPStatus.FORBIDDEN, "missing or wrong X-Farm-Token")
+        if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+            raise _Refused(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send JSON")
+        try:
+            n = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            n = -1
+        if not 0 <= n <= MAX_BODY:
+            raise _Refused(HTTPStatus.BAD_REQUEST, "bad Content-Length")
+        try:
+            raw = self.rfile.read(n)
+        except (TimeoutError, OSError):
+            raw = None
+        if raw is None or len(raw) < n:
+            self.close_connection = True
+            raise _Refused(HTTPStatus.BAD_REQUEST, "the body is shorter than its Content-Length")
+        self.server.working(self.connection)
+        if json_too_deep(raw):
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"bad JSON: nested deeper than {MAX_DEPTH} levels")
+        try:
+            body = json.loads(raw or b"{}")
+            if not isinstance(body, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            raise _Refused(HTTPStatus.BAD_REQUEST, f"bad JSON: {e}") from None
+        return body
+
+    def _decide(self, action: str, body: dict) -> dict:
+        """The decision taken (under the server's lock) and the page's answer; a GoldenError is a 409."""
+        state, key = self.state, body.get("key")
+        env, allow_blank = bool(body.get("env")), bool(body.get("allow_blank"))
+        try:
+            with state.lock:
+                if action == "undo":
+                    out = state.undo()
+                    return state.answer(out, out.get("keys", []))
+                if action == "bulk":
+                    out = state.bulk(body["action"], body.get("keys"), body.get("status"), env=env,
+                                     allow_blank=allow_blank)
+                    return state.answer(out, out.get("keys", []))
+                if action == "approve":
+                    return state.answer(state.approve(key, env=env, allow_blank=allow_blank), [key])
+                return state.answer(state.reject(key, env=env), [key])
+        except G.GoldenError as e:
+            raise _Refused(HTTPStatus.CONFLICT, str(e)) from None
+
+
+def _check_decision(action: str, body: dict) -> None:
+    """What a decision must say: approve and reject a trace's key; bulk an action and keys or status."""
+    if action in ("approve", "reject") and not isinstance(body.get("key"), str):
+        raise _Refused(HTTPStatus.BAD_REQUEST, "say which trace: {\"key\": ...}")
+    if action == "bulk":
+        keys, status = body.get("keys"), body.get("status")
+        ok = body.get("action") in ("approve", "reject") and (
+            (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and status is None)
+            or (keys is None and status == "fail"))
+        if not ok:
+            raise _Refused(HTTPStatus.BAD_REQUEST, _BULK_USAGE)
+
+
 def _handler(state: ReportServer, allowed_hosts: set[str] | None, guarded: bool):
     """`allowed_hosts` None: served beyond loopback (a container's interface; a port mapping changes
     the Host), else the Host names a request must carry. `guarded` (FARM_SERVE_TOKEN is set): every
     request must carry the token (the ?token= of the link once, then an HttpOnly cookie), pages too."""
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "modelfarm"
-        protocol_version = "HTTP/1.1"
-        timeout = READ_TIMEOUT  # socket timeout: a slow or short request never holds the thread forever
-
-        def log_message(self, fmt, *args):  # quiet: one line per decision is printed instead
-            pass
-
-        def handle_one_request(self):
-            self.server.waiting(self.connection)  # the client's turn to send: READ_TIMEOUT in all
-            super().handle_one_request()
-
-        def parse_request(self) -> bool:
-            ok = super().parse_request()
-            if ok and self.command != "POST":
-                self.server.working(self.connection)  # the whole request is in: no client deadline
-            return ok
-
-        def _host_ok(self) -> bool:
-            if allowed_hosts is None:
-                return True  # the token guards every request instead (a port mapping changes the Host)
-            host = (self.headers.get("Host") or "").strip().lower()
-            return host in allowed_hosts
-
-        def _token_ok(self) -> bool:
-            if not guarded:
-                return True  # a random token: pages are open, decisions need the page's token (below)
-            cookies = dict(c.strip().split("=", 1) for c in (self.headers.get("Cookie") or "").split(";") if "=" in c)
-            given = self.headers.get("X-Farm-Token") or cookies.get(TOKEN_COOKIE, "")
-            return same_token(given, state.token)
-
-        def _send(self, code: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("X-Content-Type-Options", "nosniff")
-            self.send_header("Referrer-Policy", "no-referrer")
-            for k, v in (extra or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(body)
-
-        def _json(self, code: int, obj: dict) -> None:
-            self._send(code, json.dumps(obj).encode("utf-8"), "application/json")
-
-        def do_HEAD(self):  # noqa: N802
-            self.do_GET()
-
-        def do_GET(self):  # noqa: N802
-            if not self._host_ok():
-                return self._send(HTTPStatus.MISDIRECTED_REQUEST, b"wrong Host\n", "text/plain")
-            parts = urlsplit(self.path)
-            path = unquote(parts.path)
-            if "\x00" in path:
-                return self._send(HTTPStatus.BAD_REQUEST, b"bad path\n", "text/plain")
-            if guarded:
-                query = dict(q.split("=", 1) for q in parts.query.split("&") if "=" in q)
-                if same_token(unquote(query.get("token", "")), state.token):
-                    return self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {
-                        "Location": parts.path or "/",
-                        "Set-Cookie": f"{TOKEN_COOKIE}={state.token}; HttpOnly; SameSite=Strict; Path=/"})
-                if not self._token_ok():
-                    return self._send(HTTPStatus.UNAUTHORIZED, b"open the link with ?token=... (FARM_SERVE_TOKEN)\n",
-                                      "text/plain")
-            if path in ("/", "/index.html"):
-                path = "/index.html"
-            if path == "/favicon.ico":
-                return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
-            root = state.folder.resolve()
-            target = (root / path.lstrip("/")).resolve()
-            if not target.is_relative_to(root) or not target.is_file():
-                return self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
-            ctype = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-            if ctype.startswith("text/") or ctype in ("application/javascript", "application/json"):
-                ctype += "; charset=utf-8"
-            with state.lock:
-                body = target.read_bytes()
-            self._send(HTTPStatus.OK, body, ctype)
-
-        def do_POST(self):  # noqa: N802
-            if not self._host_ok():
-                return self._json(HTTPStatus.MISDIRECTED_REQUEST, {"ok": False, "message": "wrong Host"})
-            if not same_token(self.headers.get("X-Farm-Token", ""), state.token):
-                return self._json(HTTPStatus.FORBIDDEN, {"ok": False, "message": "missing or wrong X-Farm-Token"})
-            if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
-                return self._json(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, {"ok": False, "message": "send JSON"})
-            try:
-                n = int(self.headers.get("Content-Length") or 0)
-            except ValueError:
-                n = -1
-            if not 0 <= n <= MAX_BODY:
-                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "bad Content-Length"})
-            try:
-                raw = self.rfile.read(n)
-            except (TimeoutError, OSError):
-                raw = None
-            if raw is None or len(raw) < n:
-                self.close_connection = True
-                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "the body is shorter than its"
-                                                                                   " Content-Length"})
-            self.server.working(self.connection)
-            if json_too_deep(raw):
-                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": f"bad JSON: nested deeper than"
-                                                                                   f" {MAX_DEPTH} levels"})
-            try:
-                body = json.loads(raw or b"{}")
-                if not isinstance(body, dict):
-                    raise ValueError("not an object")
-            except ValueError as e:
-                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": f"bad JSON: {e}"})
-            path = urlsplit(self.path).path
-            action = {"/api/approve": "approve", "/api/reject": "reject", "/api/undo": "undo",
-                      "/api/bulk": "bulk"}.get(path)
-            if action is None:
-                return self._json(HTTPStatus.NOT_FOUND, {"ok": False, "message": "no such endpoint"})
-            key = body.get("key")
-            if action in ("approve", "reject") and not isinstance(key, str):
-                return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "say which trace: {\"key\": ...}"})
-            if action == "bulk":
-                keys, status = body.get("keys"), body.get("status")
-                ok = body.get("action") in ("approve", "reject") and (
-                    (isinstance(keys, list) and all(isinstance(k, str) for k in keys) and status is None)
-                    or (keys is None and status == "fail"))
-                if not ok:
-                    return self._json(HTTPStatus.BAD_REQUEST, {"ok": False, "message": "bulk: {\"action\":"
-                                       " \"approve\"|\"reject\", \"keys\": [...]} or {\"action\": ...,"
-                                       " \"status\": \"fail\"}"})
-            env, allow_blank = bool(body.get("env")), bool(body.get("allow_blank"))
-            try:
-                with state.lock:
-                    if action == "undo":
-                        out = state.undo()
-                        out = state.answer(out, out.get("keys", []))
-                    elif action == "bulk":
-                        out = state.bulk(body["action"], body.get("keys"), body.get("status"), env=env,
-                                         allow_blank=allow_blank)
-                        out = state.answer(out, out.get("keys", []))
-                    elif action == "approve":
-                        out = state.answer(state.approve(key, env=env, allow_blank=allow_blank), [key])
-                    else:
-                        out = state.answer(state.reject(key, env=env), [key])
-            except G.GoldenError as e:
-                return self._json(HTTPStatus.CONFLICT, {"ok": False, "message": str(e)})
-            what = key or body.get("action") or ""
-            print(f"farm serve: {action} {what}: {out['message']}", file=sys.stderr, flush=True)
-            self._json(HTTPStatus.OK, out)
-
-    return Handler
+    return type("Handler", (ReportHandler,), {"state": state, "allowed_hosts": allowed_hosts, "guarded": guarded})
 
 
 def is_loopback(host: str) -> bool:
