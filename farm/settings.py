@@ -27,7 +27,7 @@ from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.formats.textures.team import REFORGED_TEAMS
 from renderer.frame import FrameSpec
 from renderer.rules import DEFAULT_LIGHTING, EVENTS_MODES, LIGHTING_RULES, LIGHTS_MODES
-from renderer.texture_set import MISSING_MODES
+from renderer.texture_set import DEFAULT_MISSING_TEXTURES, MISSING_MODES
 
 __all__ = [
     "MAX_SIZE",
@@ -250,7 +250,7 @@ class RenderSettings:
     background: str = "transparent"
     camera: str = "auto"
     team: int = 0
-    missing_textures: str = "checker"
+    missing_textures: str = DEFAULT_MISSING_TEXTURES  # the placeholder of a missing texture (MISSING_MODES)
     assets: tuple = ()  # absolute folders or archives, searched in order after the model's own folders
     game: tuple = ()  # game data (an installation folder, archives, extracted folders), searched last
     lighting: str = DEFAULT_LIGHTING  # a rule of renderer.rules.LIGHTING_RULES

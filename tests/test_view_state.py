@@ -102,13 +102,14 @@ def test_keys_change_sequence_time_and_toggles(samples):
     s.key("]")  # past the last: same sequence, time kept
     assert s.time_ms == 50
     s.key("t"), s.key("t")
-    assert s.team == 2
+    assert s.render.team == 2
     s.key("b")
-    assert s.background == BACKGROUNDS[1]
-    assert (s.key("w"), s.key("m"), s.key("l")) == (None, None, None)
-    assert s.wireframe and s.missing_textures == "white" and s.lights == "model"
-    s.key("w"), s.key("m"), s.key("l")
-    assert not s.wireframe and s.missing_textures == "checker" and s.lights == "off"
+    assert s.render.background == BACKGROUNDS[1]
+    assert (s.key("w"), s.key("m"), s.key("l"), s.key("e")) == (None, None, None, None)
+    assert s.wireframe and (s.render.missing_textures, s.render.lights, s.render.events) == ("white", "model", "model")
+    s.key("w"), s.key("m"), s.key("l"), s.key("e")
+    assert not s.wireframe
+    assert (s.render.missing_textures, s.render.lights, s.render.events) == ("checker", "off", "off")
     assert s.key("s") == "save" and s.key("q") == "quit" and s.key("escape") == "quit"
 
 
@@ -164,6 +165,11 @@ def test_the_command_names_every_setting(samples):
     assert pairs["--camera"] == s.camera_spec() and s.camera_spec().count(":") == 1
     assert pairs["--team"] == "1" and pairs["--background"] == "#000000"
     assert pairs["--missing-textures"] == "white" and pairs["--lights"] == "model" and "--wireframe" in argv
+    assert "--events" not in argv  # only when on: the command of a frame without events is as before
+    s.key("e")
+    assert s.command("x.png") == [*argv[:-1], "--events", "model", "--wireframe"] and argv[-1] == "--wireframe"
+    assert s.frame_spec().events == "model" and s.settings().events == "model"
+    s.key("e")
     spec = s.frame_spec()
     assert (spec.sequence, spec.time_ms, spec.camera, spec.team, spec.lights, spec.wireframe) == (
         1, SCRUB_MS, s.camera_spec(), 1, "model", True)
@@ -172,6 +178,7 @@ def test_the_command_names_every_setting(samples):
 @pytest.mark.parametrize("name, keys", [
     ("crate", ["]", "right", "right", "t", "b", "w"]),
     ("effects", ["right", "right", "right", "l", "b", "b"]),
+    ("effects", ["right", "right", "e", "b"]),  # event visuals on: --events model in the printed command
 ])
 def test_the_printed_command_reproduces_the_saved_frame_byte_for_byte(samples, tmp_path, name, keys):
     from render_util import renderer  # noqa: F401 - sets the EGL environment of render tests

@@ -46,7 +46,7 @@ from renderer.frame import Renderer, resolve_sequence
 from renderer.fx.events import resolve_events
 from renderer.rules import DEFAULT_LIGHTING, EVENTS_MODES, LIGHTING_RULES, LIGHTS_MODES
 from renderer.summary import format_text, summarize
-from renderer.texture_set import MISSING_MODES
+from renderer.texture_set import DEFAULT_MISSING_TEXTURES, MISSING_MODES
 
 __all__ = ["EXAMPLES", "add_parsers"]
 
@@ -381,7 +381,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
                         " first), archives, or extracted data (default: $FARM_GAME_DIR)")
-    s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker",
+    s.add_argument("--missing-textures", choices=MISSING_MODES, default=DEFAULT_MISSING_TEXTURES,
                    help="what a texture that cannot be found is drawn as (default checker)")
     s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"),
                    help="GL backend (default auto: EGL, then OSMesa, then a hidden GLFW window)")

@@ -5,10 +5,12 @@ from __future__ import annotations
 import sys
 
 from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
-from farm.look import CAMERA_HELP, DEFAULT_CAMERA
+from farm.look import CAMERA_HELP
+from farm.settings import SettingError
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
+from farm.thumbs.run import THUMBNAIL_RENDER
 from farm.thumbs.state import StateLocked
-from renderer.texture_set import MISSING_MODES
+from renderer.texture_set import DEFAULT_MISSING_TEXTURES, MISSING_MODES
 
 __all__ = ["EXAMPLES", "add_parsers"]
 
@@ -19,9 +21,14 @@ EXAMPLES = {"thumbnails": ["farm thumbnails assets/war3 assets/halo -o thumbs-ou
 def cmd_thumbnails(args) -> int:
     """Thumbnails of every model under the roots (farm.thumbs); exit 0 even when some models fail
     (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
+    try:
+        render = THUMBNAIL_RENDER.replace(team=args.team, msaa=args.msaa, missing_textures=args.missing_textures,
+                                          game=tuple(args.game), camera=args.camera)
+    except SettingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
-                            team=args.team, msaa=args.msaa, sheet=args.sheet, assets=tuple(args.assets),
-                            missing_textures=args.missing_textures, game=tuple(args.game), camera=args.camera)
+                            sheet=args.sheet, assets=tuple(args.assets), render=render)
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
                                   listfile=args.listfile,
@@ -47,11 +54,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--sequence", help="sequence to show when a model has it (default: Portrait); else Stand,"
                                       " else the first")
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
-    s.add_argument("--camera", default=DEFAULT_CAMERA, help=CAMERA_HELP)
+    s.add_argument("--camera", default=THUMBNAIL_RENDER.camera, help=CAMERA_HELP)
     s.add_argument("--format", choices=("png", "webp"), default="png", help="png (trace in a text chunk) or webp"
                                                                              " (lossless, trace in a .json sidecar)")
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
-    s.add_argument("--msaa", type=msaa_arg, default=4, help="MSAA samples (default 4, clamped to what GL grants)")
+    s.add_argument("--msaa", type=msaa_arg, default=THUMBNAIL_RENDER.msaa,
+                   help=f"MSAA samples (default {THUMBNAIL_RENDER.msaa}, clamped to what GL grants)")
     s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
     s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
                    help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")
@@ -59,8 +67,8 @@ def add_parsers(sub) -> None:
                                                        " no (listfile), so their models can be listed")
     s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
                    help="Warcraft III game data, searched last (installation folder, archives, extracted data)")
-    s.add_argument("--missing-textures", choices=MISSING_MODES, default="checker",
-                   help="what a texture that cannot be found is drawn as (default checker)")
+    s.add_argument("--missing-textures", choices=MISSING_MODES, default=DEFAULT_MISSING_TEXTURES,
+                   help=f"what a texture that cannot be found is drawn as (default {DEFAULT_MISSING_TEXTURES})")
     s.add_argument("--force", action="store_true", help="render every model, even those up to date")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from farm.cli.common import UsageError, size_arg
-from farm.settings import check_assets
+from farm.settings import RenderSettings, check_assets
 from farm.view.state import ViewState, parse_script, script_help
 from renderer.errors import FormatError
 from renderer.formats import load_model
@@ -21,7 +21,7 @@ EXAMPLES = {"view": [
 
 KEYS_HELP = ("mouse: left drag orbit, right drag pan, wheel zoom; keys: [ ] or 1-9 sequence, space play/pause, "
              "left/right scrub, t team colour, b background, w wireframe, m missing-texture placeholder, l model "
-             "lights, r reset camera, s save the frame (prints the farm render command), q quit")
+             "lights, e event visuals, r reset camera, s save the frame (prints the farm render command), q quit")
 
 
 def cmd_view(args) -> int:
@@ -30,8 +30,8 @@ def cmd_view(args) -> int:
     except ValueError as e:
         raise UsageError(f"--script: {e}") from None
     model = load_model(args.model)
-    state = ViewState.for_model(model, args.model, width=args.size[0], height=args.size[1],
-                                assets=check_assets(args.assets, "--assets"), lighting=args.lighting)
+    render = RenderSettings(assets=check_assets(args.assets, "--assets"), lighting=args.lighting)
+    state = ViewState.for_model(model, args.model, width=args.size[0], height=args.size[1], render=render)
     from farm.view.window import ViewWindow  # noqa: PLC0415 - glfw and a window only for this command
 
     try:

@@ -58,19 +58,22 @@ class ThumbnailError(ValueError):
     """Bad roots or options, or the output folder in use; the message says what to do."""
 
 
+# How thumbnails are drawn unless told otherwise: 4x MSAA and farm.look's default look ("auto", a CAMS
+# name or an explicit camera win); the other settings are RenderSettings' defaults.
+THUMBNAIL_RENDER = RenderSettings(msaa=4, camera=DEFAULT_CAMERA)
+
+
 @dataclass(frozen=True)
 class ThumbnailOptions:
     size: int = 256
     sequence: str | None = None  # asked sequence; None: Portrait, else Stand, else the first
     time: int | None = None  # ms from the sequence start; None: the middle of the sequence
     format: str = "png"
-    team: int = 0
-    msaa: int = 4
     sheet: int = 64  # models per contact sheet; 0: no sheets
     assets: tuple = ()  # asset roots after each model's own folders and the roots
-    game: tuple = ()  # game data (farm.settings.check_game), searched last
-    missing_textures: str = "checker"
-    camera: str = DEFAULT_CAMERA  # farm.look's default look; "auto", a CAMS name or an explicit camera win
+    # Team, MSAA, camera, missing-texture mode, game data (checked by farm.settings.check_game), searched
+    # last: the settings of every thumbnail, whose size and asset roots `settings` sets per thumbnail.
+    render: RenderSettings = THUMBNAIL_RENDER
 
     def check(self) -> None:
         if not 16 <= int(self.size) <= 4096:
@@ -84,15 +87,13 @@ class ThumbnailOptions:
         try:
             self.settings()
             check_assets(self.assets, "--assets")
-            check_game(self.game, "--game")
+            check_game(self.render.game, "--game")
         except SettingError as e:
             raise ThumbnailError(str(e)) from None
 
     def settings(self, assets: tuple = ()) -> RenderSettings:
         """The render settings of every thumbnail (farm.settings' rules), with these asset roots."""
-        return RenderSettings(width=int(self.size), height=int(self.size), msaa=int(self.msaa), team=int(self.team),
-                              missing_textures=self.missing_textures, assets=tuple(assets), game=tuple(self.game),
-                              camera=self.camera)
+        return self.render.replace(width=int(self.size), height=int(self.size), assets=tuple(assets))
 
 
 @dataclass
@@ -140,10 +141,11 @@ def _thumb_rel(model_id: str, fmt: str) -> str:
 
 
 def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
+    rs = opts.render
     return {"thumbnail_version": THUMBNAIL_VERSION, "renderer_version": RENDERER_VERSION, "size": int(opts.size),
-            "sequence": opts.sequence, "time": opts.time, "format": opts.format, "team": int(opts.team),
-            "msaa": int(opts.msaa), "missing_textures": opts.missing_textures, "assets": assets,
-            "camera": opts.camera, **({"game": list(opts.game)} if opts.game else {})}
+            "sequence": opts.sequence, "time": opts.time, "format": opts.format, "team": rs.team,
+            "msaa": rs.msaa, "missing_textures": rs.missing_textures, "assets": assets,
+            "camera": rs.camera, **({"game": list(rs.game)} if rs.game else {})}
 
 
 def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
@@ -247,9 +249,10 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
             sheets.close()
             raise
         doc = {"format": FORMAT, "options": {"size": int(opts.size), "sequence": opts.sequence, "time": opts.time,
-                                             "camera": opts.camera, "format": opts.format, "team": int(opts.team),
-                                             "msaa": int(opts.msaa),
-                                             "missing_textures": opts.missing_textures, "sheet": int(opts.sheet),
+                                             "camera": opts.render.camera, "format": opts.format,
+                                             "team": opts.render.team, "msaa": opts.render.msaa,
+                                             "missing_textures": opts.render.missing_textures,
+                                             "sheet": int(opts.sheet),
                                              "roots": [str(r) for r in root_folders],
                                              "assets": [str(a) for a in extra_assets]},
                "counts": {"models": len(entries), "done": sum(e["status"] == "done" for e in entries),

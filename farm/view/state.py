@@ -13,8 +13,11 @@ thin glfw shell that turns mouse and key events into calls on a `ViewState` and 
 * Keys: `[` / `]` previous / next sequence, `1`..`9` sequence 0..8, `0` sequence 9; space play /
   pause; left / right scrub by SCRUB_MS (and pause); `t` next team colour (0..27); `b` next
   background (BACKGROUNDS); `w` wireframe; `m` missing-texture placeholder checker / white; `l`
-  model lights off / model; `r` the starting camera again; `s` save (the shell writes the frame);
-  `q` / escape quit.
+  model lights off / model; `e` event visuals off / model; `r` the starting camera again; `s` save
+  (the shell writes the frame); `q` / escape quit.
+* Settings: `render`, a farm.settings.RenderSettings (size, team, background, placeholder, lighting,
+  lights, events, asset roots), is what the keys change; the frame and the printed command are built
+  from it (its camera is the orbit's `camera_spec()`, its game data FARM_GAME_DIR's).
 * Time: it starts at the default look's time (farm.look.default_time: the middle of the first
   sequence); a newly selected sequence starts at 0. `tick(ms)` advances a playing sequence,
   wrapping past its end.
@@ -32,7 +35,7 @@ from farm.settings import MAX_TEAM, RenderSettings, containing_root
 from renderer.camera import AUTO_FOV_DEG, resolve_camera
 from renderer.frame import FrameSpec
 from renderer.model import Model
-from renderer.rules import DEFAULT_LIGHTING, LIGHTS_MODES
+from renderer.rules import EVENTS_MODES, LIGHTS_MODES
 from renderer.texture_set import MISSING_MODES
 
 ORBIT_DEG_PER_PX = 0.5
@@ -49,8 +52,7 @@ class ViewState:
     model: str  # the path as given (it goes into the printed command)
     sequences: tuple = ()  # names
     lengths: tuple = ()  # ms, per sequence
-    width: int = 512
-    height: int = 512
+    render: RenderSettings = RenderSettings(width=512, height=512)  # what the frame is drawn with (module doc)
     target: tuple = (0.0, 0.0, 0.0)
     yaw: float = 0.0  # degrees about +Z, 0 = the eye on +X
     pitch: float = 0.0  # degrees above the XY plane
@@ -58,23 +60,21 @@ class ViewState:
     sequence: int | None = None
     time_ms: int = 0
     playing: bool = False
-    team: int = 0
-    background: str = "transparent"
     wireframe: bool = False
-    missing_textures: str = "checker"
-    lights: str = "off"
-    lighting: str = DEFAULT_LIGHTING
-    assets: tuple = ()
     home: tuple = field(default=(), repr=False)  # (target, yaw, pitch, distance) of the starting camera
     _play_ms: float = field(default=0.0, repr=False)  # sub-millisecond remainder of tick()
 
     # ---- construction -------------------------------------------------------------------------
     @classmethod
-    def for_model(cls, model: Model, path: str, width: int = 512, height: int = 512, **kw) -> ViewState:
+    def for_model(cls, model: Model, path: str, width: int = 512, height: int = 512,
+                  render: RenderSettings | None = None, **kw) -> ViewState:
+        """The state of a new window on `model`: `render`'s settings (default: RenderSettings's) at
+        `width` x `height`, the default look's time and camera."""
         names = tuple(str(s.name) for s in model.sequences)
         lengths = tuple(max(int(s.interval[1]) - int(s.interval[0]), 0) for s in model.sequences)
         seq = 0 if names else None
-        state = cls(model=str(path), sequences=names, lengths=lengths, width=width, height=height,
+        render = (render or RenderSettings()).replace(width=width, height=height)
+        state = cls(model=str(path), sequences=names, lengths=lengths, render=render,
                     sequence=seq, time_ms=default_time(model, seq), **kw)
         cam = resolve_camera("auto", model, state.sequence, width / height)
         state.look(cam.eye, cam.target)
@@ -135,7 +135,7 @@ class ViewState:
     def pan(self, dx_px: float, dy_px: float) -> None:
         """Right drag by (dx, dy) pixels: move the target (and eye) so the model follows the cursor."""
         _, right, up = self._basis()
-        per_px = 2.0 * self.distance * math.tan(math.radians(AUTO_FOV_DEG) / 2) / self.height
+        per_px = 2.0 * self.distance * math.tan(math.radians(AUTO_FOV_DEG) / 2) / self.render.height
         self.target = tuple(t - right[i] * dx_px * per_px + up[i] * dy_px * per_px
                             for i, t in enumerate(self.target))
 
@@ -186,15 +186,17 @@ class ViewState:
         elif name == "right":
             self.scrub(SCRUB_MS)
         elif name == "t":
-            self.team = (self.team + 1) % (MAX_TEAM + 1)
+            self.render = self.render.replace(team=(self.render.team + 1) % (MAX_TEAM + 1))
         elif name == "b":
-            self.background = _next(BACKGROUNDS, self.background)
+            self.render = self.render.replace(background=_next(BACKGROUNDS, self.render.background))
         elif name == "w":
             self.wireframe = not self.wireframe
         elif name == "m":
-            self.missing_textures = _next(MISSING_MODES, self.missing_textures)
+            self.render = self.render.replace(missing_textures=_next(MISSING_MODES, self.render.missing_textures))
         elif name == "l":
-            self.lights = _next(LIGHTS_MODES, self.lights)
+            self.render = self.render.replace(lights=_next(LIGHTS_MODES, self.render.lights))
+        elif name == "e":
+            self.render = self.render.replace(events=_next(EVENTS_MODES, self.render.events))
         elif name == "r" and self.home:
             self.target, self.yaw, self.pitch, self.distance = self.home
         elif name == "s":
@@ -225,14 +227,13 @@ class ViewState:
 
     # ---- what the frame is --------------------------------------------------------------------
     def settings(self) -> RenderSettings:
-        return RenderSettings(width=self.width, height=self.height, background=self.background,
-                              camera=self.camera_spec(), team=self.team, missing_textures=self.missing_textures,
-                              assets=tuple(self.assets), game=default_game(), lighting=self.lighting,
-                              lights=self.lights)
+        """`render` seen from the orbit camera, with FARM_GAME_DIR's game data (as `farm render` reads it)."""
+        return self.render.replace(camera=self.camera_spec(), game=default_game())
 
     def frame_spec(self) -> FrameSpec:
         """The FrameSpec `farm render` builds from `command(...)` (same settings, same stop root)."""
-        spec = self.settings().frame_spec(self.sequence, self.time_ms, containing_root(self.model, self.assets))
+        spec = self.settings().frame_spec(self.sequence, self.time_ms,
+                                          containing_root(self.model, self.render.assets))
         return replace(spec, wireframe=self.wireframe) if self.wireframe else spec
 
     def command(self, output: str) -> list[str]:
@@ -240,12 +241,15 @@ class ViewState:
         argv = ["farm", "render", self.model, "-o", str(output)]
         if self.sequence is not None:
             argv += ["--sequence", str(self.sequence)]
-        argv += ["--time", str(self.time_ms), "--size", f"{self.width}x{self.height}",
-                 "--camera", self.camera_spec(), "--team", str(self.team), "--background", self.background,
-                 "--missing-textures", self.missing_textures, "--lighting", self.lighting, "--lights", self.lights]
+        rs = self.render
+        argv += ["--time", str(self.time_ms), "--size", f"{rs.width}x{rs.height}",
+                 "--camera", self.camera_spec(), "--team", str(rs.team), "--background", rs.background,
+                 "--missing-textures", rs.missing_textures, "--lighting", rs.lighting, "--lights", rs.lights]
+        if rs.events != "off":  # only when on: the command of a frame without events is as before
+            argv += ["--events", rs.events]
         if self.wireframe:
             argv.append("--wireframe")
-        for a in self.assets:
+        for a in rs.assets:
             argv += ["--assets", str(a)]
         return argv
 
@@ -255,8 +259,10 @@ class ViewState:
     def status(self) -> str:
         """One line for the window title."""
         seq = f"{self.sequence}:{self.sequences[self.sequence]}" if self.sequence is not None else "no sequence"
-        return (f"{seq} {self.time_ms} ms {'playing' if self.playing else 'paused'} | team {self.team} | "
-                f"bg {self.background} | lights {self.lights}{' | wireframe' if self.wireframe else ''}")
+        rs = self.render
+        return (f"{seq} {self.time_ms} ms {'playing' if self.playing else 'paused'} | team {rs.team} | "
+                f"bg {rs.background} | lights {rs.lights}{' | events' if rs.events != 'off' else ''}"
+                f"{' | wireframe' if self.wireframe else ''}")
 
 
 def _next(options: tuple, current: str) -> str:

@@ -53,7 +53,7 @@ class ViewWindow:
 
         if pyopengl_platform()[0] == "egl":
             glfw.window_hint(glfw.CONTEXT_CREATION_API, glfw.EGL_CONTEXT_API)
-        self.window = glfw.create_window(state.width, state.height, "farm view", None, None)
+        self.window = glfw.create_window(state.render.width, state.render.height, "farm view", None, None)
         if not self.window:
             glfw.terminate()
             raise RuntimeError(f"glfw.create_window failed: {glfw.get_error()}")
