@@ -82,22 +82,35 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
               max_deliveries: int | None = None) -> None:
     if not batches:
         return
-    workers = max(1, min(int(workers or default_workers()), len(batches)))
-    max_deliveries = max_deliveries or env_int("FARM_MAX_DELIVERIES")
-    max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD") or None  # FARM_VARIABLES: 100, as in Celery
-    ctx = mp.get_context(START_METHOD)
-    q = ctx.Queue()
-    stop = threading.Event()
+    _LocalRun(job_id, batches, store, on_result, progress, renderer, max_deliveries).run(
+        max(1, min(int(workers or default_workers()), len(batches))))
 
-    seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
-    frame_s = Budgets.from_env().frame_seconds
-    grace = env_int("FARM_STALL_GRACE_S")
-    stall_s = frame_s * 2 + grace if frame_s else 0
 
-    def listen() -> None:
-        while not stop.is_set():
+class _LocalRun:
+    """One run_local call: the batches not yet finished, the progress listener, the stall watchdog,
+    and the pools (the whole set, then suspects of a dead process one at a time)."""
+
+    def __init__(self, job_id: str, batches: list[Batch], store: Store, on_result, progress, renderer, max_deliveries):
+        self.job_id, self.store, self.on_result = job_id, store, on_result
+        self.progress, self.renderer = progress, renderer
+        self.max_deliveries = max_deliveries or env_int("FARM_MAX_DELIVERIES")
+        self.max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD") or None  # FARM_VARIABLES: 100, as in Celery
+        self.ctx = mp.get_context(START_METHOD)
+        self.q = self.ctx.Queue()
+        self.stop = threading.Event()
+        self.seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
+        frame_s = Budgets.from_env().frame_seconds
+        self.grace = env_int("FARM_STALL_GRACE_S")
+        self.stall_s = frame_s * 2 + self.grace if frame_s else 0
+        self.remaining: dict[str, Batch] = {b.id: b for b in batches}
+        self.transient: dict[str, int] = {}
+        self.isolated_runs: dict[str, int] = {}
+        self.isolate: list[str] = []
+
+    def listen(self) -> None:
+        while not self.stop.is_set():
             try:
-                item = q.get(timeout=0.1)
+                item = self.q.get(timeout=0.1)
             except queue_mod.Empty:
                 continue
             except (EOFError, OSError):
@@ -105,70 +118,77 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
             if item is None:  # the parent's own sentinel: the run is over
                 return
             batch_id, done, failed = item
-            seen[batch_id] = time.monotonic()
-            if progress is not None and done >= 0:
-                progress.update(batch_id, done, failed)
+            self.seen[batch_id] = time.monotonic()
+            if self.progress is not None and done >= 0:
+                self.progress.update(batch_id, done, failed)
 
-    listener = threading.Thread(target=listen, name="farm-progress", daemon=True)
-    listener.start()
-    remaining: dict[str, Batch] = {b.id: b for b in batches}
-    transient: dict[str, int] = {}
-    isolated_runs: dict[str, int] = {}
-    isolate: list[str] = []
-    fruitless = 0
+    def finish(self, result: BatchResult) -> None:
+        self.remaining.pop(result.batch, None)
+        self.seen.pop(result.batch, None)
+        self.on_result(result)
 
-    def finish(result: BatchResult) -> None:
-        remaining.pop(result.batch, None)
-        seen.pop(result.batch, None)
-        on_result(result)
-
-    def stalled() -> list[str]:
+    def stalled(self) -> list[str]:
         """Batches whose worker reported nothing for longer than a frame may take (stuck in C code,
         where the frame's own time limit cannot reach it)."""
-        if not stall_s:
+        if not self.stall_s:
             return []
         now = time.monotonic()
-        return [b for b, at in list(seen.items()) if b in remaining and now - at > stall_s]
+        return [b for b, at in list(self.seen.items()) if b in self.remaining and now - at > self.stall_s]
 
-    def run_pool(ids: list[str], n: int) -> bool:
+    def run(self, workers: int) -> None:
+        listener = threading.Thread(target=self.listen, name="farm-progress", daemon=True)
+        listener.start()
+        fruitless = 0
+        try:
+            while self.remaining:
+                if self.isolate:
+                    self.run_isolated(self.isolate.pop(0))
+                    continue
+                count = len(self.remaining)
+                broken = self.run_pool(list(self.remaining), workers)  # in the order given (longest first)
+                fruitless = fruitless + 1 if broken and len(self.remaining) == count and not self.isolate else 0
+                if fruitless >= 3:  # processes die before starting any batch: GL set-up, most likely
+                    for b in list(self.remaining.values()):
+                        self.finish(BatchResult.all_failed(b, "worker processes die before rendering (check GL with"
+                                                              " `farm render`)"))
+        finally:
+            self.stop.set()
+            self.q.put(None)
+            listener.join(timeout=2)
+            self.q.close()
+
+    def run_isolated(self, batch_id: str) -> None:
+        """A suspect of a dead process, alone in a pool of one; failed when it killed its process
+        more than max_deliveries times."""
+        if batch_id not in self.remaining:
+            return
+        self.isolated_runs[batch_id] = self.isolated_runs.get(batch_id, 0) + 1
+        if self.run_pool([batch_id], 1) and batch_id in self.remaining:
+            if self.isolated_runs[batch_id] > self.max_deliveries:
+                self.finish(BatchResult.all_failed(self.remaining[batch_id], "the worker process died before it"
+                                                   " could record this batch (in its set-up or writing the result)"))
+            else:
+                self.isolate.insert(0, batch_id)
+
+    def run_pool(self, ids: list[str], n: int) -> bool:
         """Run these batches in a pool of n; returns True when the pool broke."""
-        before = {i: store.deliveries(job_id, i) for i in ids}
-        executor = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_init_child,
-                                       initargs=(n, renderer, q),
-                                       max_tasks_per_child=max_tasks)
-        futures = {executor.submit(_run_batch, job_id, remaining[i].to_dict(), store.location, max_deliveries): i
-                   for i in ids}
+        before = {i: self.store.deliveries(self.job_id, i) for i in ids}
+        executor = ProcessPoolExecutor(max_workers=n, mp_context=self.ctx, initializer=_init_child,
+                                       initargs=(n, self.renderer, self.q), max_tasks_per_child=self.max_tasks)
+        futures = {executor.submit(_run_batch, self.job_id, self.remaining[i].to_dict(), self.store.location,
+                                   self.max_deliveries): i for i in ids}
         broken = False
         try:
             pending = set(futures)
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-                stuck = stalled()
+                stuck = self.stalled()
                 if stuck and not done:
-                    log.warning("batch(es) %s reported nothing for %d s (FARM_FRAME_TIME_LIMIT x 2 + %d s): stopping"
-                                " their worker processes", ", ".join(stuck), stall_s, grace)
-                    for b in stuck:
-                        seen.pop(b, None)
-                    for p in list(getattr(executor, "_processes", {}).values()):
-                        p.kill()
+                    self.stop_stuck(executor, stuck)
                 for fut in done:
-                    batch_id = futures[fut]
-                    result = None
-                    try:
-                        result = BatchResult.from_dict(fut.result())
-                    except BrokenProcessPool:
-                        broken = True
-                    except TransientError as e:
-                        transient[batch_id] = transient.get(batch_id, 0) + 1
-                        if transient[batch_id] > TRANSIENT_RETRIES:
-                            result = BatchResult.all_failed(remaining[batch_id], str(e))
-                    except Exception as e:  # noqa: BLE001 - a bug in the batch code: this batch fails
-                        result = BatchResult.all_failed(remaining[batch_id], f"{type(e).__name__}: {e}")
-                    if result is not None:  # outside the try: what on_result raises (a full disk) is this
-                        finish(result)      # process's own error, not the batch's, and ends the run
+                    broken = self.collect(fut, futures[fut]) or broken
         except BaseException:
-            for p in list(getattr(executor, "_processes", {}).values()):
-                p.kill()
+            _kill(executor)
             executor.shutdown(wait=False, cancel_futures=True)
             raise
         # Every batch has its result: the processes exit on their own while this process goes on
@@ -176,35 +196,37 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
         # them at exit.
         executor.shutdown(wait=False)
         if broken:
-            suspects = [i for i in ids if i in remaining and store.deliveries(job_id, i) > before[i]]
-            isolate.extend(s for s in suspects if s not in isolate)
+            suspects = [i for i in ids if i in self.remaining and self.store.deliveries(self.job_id, i) > before[i]]
+            self.isolate.extend(s for s in suspects if s not in self.isolate)
             log.warning("a worker process died; %d batch(es) it may have been running run again one at a time",
                         len(suspects))
         return broken
 
-    try:
-        while remaining:
-            if isolate:
-                batch_id = isolate.pop(0)
-                if batch_id not in remaining:
-                    continue
-                isolated_runs[batch_id] = isolated_runs.get(batch_id, 0) + 1
-                if run_pool([batch_id], 1) and batch_id in remaining:
-                    if isolated_runs[batch_id] > max_deliveries:
-                        finish(BatchResult.all_failed(remaining[batch_id], "the worker process died before it could"
-                                                      " record this batch (in its set-up or writing the result)"))
-                    else:
-                        isolate.insert(0, batch_id)
-                continue
-            count = len(remaining)
-            broken = run_pool(list(remaining), workers)  # in the order given (longest first)
-            fruitless = fruitless + 1 if broken and len(remaining) == count and not isolate else 0
-            if fruitless >= 3:  # processes die before starting any batch: GL set-up, most likely
-                for b in list(remaining.values()):
-                    finish(BatchResult.all_failed(b, "worker processes die before rendering (check GL with"
-                                                     " `farm render`)"))
-    finally:
-        stop.set()
-        q.put(None)
-        listener.join(timeout=2)
-        q.close()
+    def stop_stuck(self, executor: ProcessPoolExecutor, stuck: list[str]) -> None:
+        log.warning("batch(es) %s reported nothing for %d s (FARM_FRAME_TIME_LIMIT x 2 + %d s): stopping"
+                    " their worker processes", ", ".join(stuck), self.stall_s, self.grace)
+        for b in stuck:
+            self.seen.pop(b, None)
+        _kill(executor)
+
+    def collect(self, fut, batch_id: str) -> bool:
+        """One finished future: its result recorded (or the batch failed); True when the pool broke."""
+        result, broken = None, False
+        try:
+            result = BatchResult.from_dict(fut.result())
+        except BrokenProcessPool:
+            broken = True
+        except TransientError as e:
+            self.transient[batch_id] = self.transient.get(batch_id, 0) + 1
+            if self.transient[batch_id] > TRANSIENT_RETRIES:
+                result = BatchResult.all_failed(self.remaining[batch_id], str(e))
+        except Exception as e:  # noqa: BLE001 - a bug in the batch code: this batch fails
+            result = BatchResult.all_failed(self.remaining[batch_id], f"{type(e).__name__}: {e}")
+        if result is not None:  # outside the try: what on_result raises (a full disk) is this
+            self.finish(result)  # process's own error, not the batch's, and ends the run
+        return broken
+
+
+def _kill(executor: ProcessPoolExecutor) -> None:
+    for p in list(getattr(executor, "_processes", {}).values()):
+        p.kill()
