@@ -1,4 +1,5 @@
-# modelfarm: the two commands the README documents are `make demo` and `make test`.
+# modelfarm: the two commands the README documents are `make demo` and `make test`
+# (`make test-fast`: the same without the slow tests, those that start real processes).
 # venv, system-deps and lint are helpers they call.
 
 PYTHON ?= python3
@@ -7,7 +8,7 @@ STAMP  := $(VENV)/.stamp
 # Headless GL everywhere: Mesa's surfaceless EGL platform, PyOpenGL through EGL.
 GL_ENV := EGL_PLATFORM=surfaceless PYOPENGL_PLATFORM=egl
 
-.PHONY: demo test venv system-deps lint
+.PHONY: demo test test-fast venv system-deps lint
 # The steps of `test` and `demo` must run in the order written, even under `make -j`.
 .NOTPARALLEL:
 
@@ -18,6 +19,12 @@ demo: system-deps venv
 test: system-deps venv lint
 	bash scripts/ensure-redis.sh
 	$(GL_ENV) $(VENV)/bin/python -m pytest -q
+
+# Everything but the tests marked slow (Celery workers, Redis servers of their own, moto, wheel builds,
+# Chromium, strace, the fuzz slice): the quick loop while working.
+test-fast: system-deps venv lint
+	bash scripts/ensure-redis.sh
+	$(GL_ENV) $(VENV)/bin/python -m pytest -q -m "not slow"
 
 system-deps:
 	bash scripts/system-deps.sh

@@ -26,7 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS_SERVER = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
+pytestmark = [pytest.mark.slow,  # Redis servers and Celery workers of its own (make test-fast leaves them out)
+              pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")]
 
 
 def _free_port() -> int:

@@ -37,6 +37,9 @@ RENDER_LOG = "FORWARD_TEST_RENDER_LOG"
 needs_redis = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")
 
 
+pytestmark = pytest.mark.slow  # real Celery workers (make test-fast leaves them out)
+
+
 def counting_renderer():
     """FARM_RENDERER=test_celery_forward:counting_renderer: the stand-in, counting its renders."""
     from farm.run.worker import SyntheticRenderer

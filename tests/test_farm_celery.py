@@ -35,6 +35,9 @@ from renderer.samples import write_samples  # noqa: E402
 REDIS = redis_url(15)
 BROKEN_MDX = b"MDLXVERS\x04\x00\x00\x00\x20\x03\x00\x00GEOS\xe8\x03\x00\x00" + bytes(8)
 
+pytestmark = pytest.mark.slow  # real Celery workers (make test-fast leaves them out)
+
+
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
     pytest.importorskip("renderer.anim", reason="renderer.anim (animation) has not landed yet")

@@ -14,6 +14,8 @@ sys.path.append(str(ROOT / "bench"))
 import fuzz  # noqa: E402
 from fuzz_case import corpus_files, plan  # noqa: E402
 
+pytestmark = pytest.mark.slow  # the fuzz slice: capped worker processes (make test-fast leaves them out)
+
 
 @pytest.mark.corpus
 @pytest.mark.gl

@@ -25,6 +25,9 @@ K1, K2 = key(t=0), key(t=500)
 BY = "Tess Tester <tess@example.org>"
 
 
+pytestmark = pytest.mark.slow  # farm processes under strace, killed (make test-fast leaves them out)
+
+
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     monkeypatch.delenv("FARM_GOLDENS", raising=False)

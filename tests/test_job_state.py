@@ -185,6 +185,7 @@ def strace_works() -> bool:
                                                            capture_output=True).returncode == 0
 
 
+@pytest.mark.slow  # a farm process under strace, killed at each write
 def test_a_kill_at_any_write_leaves_a_readable_job(models):
     """The coordinator is killed (SIGKILL, by strace, the write not done) at its 1st, 2nd, ... write:
     each time the job that is left loads, every trace is pending or done with its own digest, whole

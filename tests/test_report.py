@@ -170,7 +170,9 @@ def test_diff_report_labels(tmp_path):
 
 # --- headless Chromium
 
-needs_chromium = pytest.mark.skipif(browser.available() is not None, reason=browser.available() or "")
+def needs_chromium(test):
+    """A test in Chromium: skipped without it, and slow (a real browser process; not in make test-fast)."""
+    return pytest.mark.slow(pytest.mark.skipif(browser.available() is not None, reason=browser.available() or "")(test))
 
 VISIBLE = """
 const s = document.querySelector(arguments[0]);

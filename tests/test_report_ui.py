@@ -33,7 +33,9 @@ from farm.report.serve import ReportServer, make_server
 ROOT = Path(__file__).resolve().parents[1]
 K_PASS, K_FAIL, K_FAIL2 = key(t=0), key(t=500), key(t=900)
 K_NEW, K_BLANK = key("models/b.mdx", "Walk", 0), key("models/b.mdx", "Walk", 300)
-needs_chromium = pytest.mark.skipif(browser.available() is not None, reason=browser.available() or "")
+def needs_chromium(test):
+    """A test in Chromium: skipped without it, and slow (a real browser process; not in make test-fast)."""
+    return pytest.mark.slow(pytest.mark.skipif(browser.available() is not None, reason=browser.available() or "")(test))
 
 
 def blank(size: int = 32) -> np.ndarray:

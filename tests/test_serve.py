@@ -106,6 +106,7 @@ def test_only_loopback(served):
         make_server(served["state"], "0.0.0.0", 0)
 
 
+@pytest.mark.slow  # Chromium
 @pytest.mark.skipif(browser.available() is not None, reason=browser.available() or "")
 def test_chromium_click_on_approve_changes_the_golden_index(served):
     with browser.Browser() as b:
@@ -136,6 +137,7 @@ def test_chromium_click_on_approve_changes_the_golden_index(served):
         assert b.severe_logs() == []
 
 
+@pytest.mark.slow  # a farm serve process
 def test_farm_serve_command(tmp_path):
     run = make_run(tmp_path / "store", {K_NEW: image(3)})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FARM_USER": "cli"}

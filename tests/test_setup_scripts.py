@@ -343,6 +343,17 @@ def test_make_test_runs_its_steps_in_order_with_headless_gl():
     assert not any("ruff format" in line for line in lines)
 
 
+def test_make_test_fast_runs_the_same_steps_without_the_slow_tests():
+    lines = make_dry_run("test-fast")
+    steps = [r"\.venv/bin/ruff check \.", r"scripts/ensure-redis\.sh", r"\.venv/bin/python -m pytest"]
+    positions = [index_of(lines, s) for s in steps]
+    assert positions == sorted(positions)
+    pytest_line = lines[positions[-1]]
+    assert "EGL_PLATFORM=surfaceless" in pytest_line and "PYOPENGL_PLATFORM=egl" in pytest_line
+    assert re.search(r"pytest -q -m \"not slow\"$", pytest_line), pytest_line
+    assert "make test-fast" in (ROOT / "README.md").read_text()
+
+
 def test_make_demo_runs_farm_demo():
     lines = make_dry_run("demo")
     demo = index_of(lines, r"\.venv/bin/farm demo --out demo-out")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
@@ -13,6 +15,8 @@ from test_farm_celery import BROKEN_MDX, REDIS, worker  # noqa: E402, F401 - the
 
 from farm.thumbs import ThumbnailOptions, make_thumbnails  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
+
+pytestmark = pytest.mark.slow  # real Celery workers (make test-fast leaves them out)
 
 
 def test_celery_and_local_thumbnails_are_identical(worker, tmp_path):  # noqa: F811
