@@ -354,6 +354,16 @@ def _comparison_args(s) -> None:
 
 
 def add_parsers(sub) -> None:
+    _add_compare(sub)
+    _add_approve(sub)
+    _add_reject(sub)
+    _add_goldens(sub)
+    _add_report(sub)
+    _add_serve(sub)
+    _add_diff(sub)
+
+
+def _add_compare(sub) -> None:
     s = sub.add_parser("compare", help="compare a run with its goldens (exit 1 on failures and new traces)")
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
@@ -363,6 +373,8 @@ def add_parsers(sub) -> None:
     _comparison_args(s)
     s.set_defaults(func=cmd_compare)
 
+
+def _add_approve(sub) -> None:
     s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo/--redo a decision)")
     s.add_argument("run", metavar="RUN", nargs="?", help=RUN_HELP)
     _run_args(s)
@@ -390,6 +402,8 @@ def add_parsers(sub) -> None:
                                                             " terminal)")
     s.set_defaults(func=cmd_approve)
 
+
+def _add_reject(sub) -> None:
     s = sub.add_parser("reject", help="mark the images a run stored as known-bad for their traces")
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
@@ -400,6 +414,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--by", help="who rejects (default: $FARM_USER, git user.name/email, $USER)")
     s.set_defaults(func=cmd_reject)
 
+
+def _add_goldens(sub) -> None:
     s = sub.add_parser("goldens", help="what a goldens folder holds; `goldens log`: the decisions; --stale MANIFEST:"
                                        " goldens no trace uses")
     s.add_argument("what", nargs="?", choices=["log"], help="log: list every decision (id, time, who, action, traces,"
@@ -414,6 +430,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--limit", type=int, help="recent decisions to list (default 5; `goldens log`: all)")
     s.set_defaults(func=cmd_goldens)
 
+
+def _add_report(sub) -> None:
     s = sub.add_parser("report", help="write a run's HTML report, junit.xml and summary.md")
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     s.add_argument("-o", "--output", required=True, metavar="DIR", help="report folder")
@@ -421,6 +439,8 @@ def add_parsers(sub) -> None:
     _comparison_args(s)
     s.set_defaults(func=cmd_report)
 
+
+def _add_serve(sub) -> None:
     s = sub.add_parser("serve", help="the report on http://127.0.0.1:PORT/ with Approve and Reject buttons")
     s.add_argument("run", metavar="RUN", help=RUN_HELP)
     _run_args(s)
@@ -432,6 +452,8 @@ def add_parsers(sub) -> None:
     s.add_argument("--open", action="store_true", help="open the page in a browser")
     s.set_defaults(func=cmd_serve)
 
+
+def _add_diff(sub) -> None:
     s = sub.add_parser("diff", help="compare two runs: changed, added and removed traces (exit 1 on changes)")
     s.add_argument("base", metavar="BASE", help="the run before (job id, jobs/<id>.json, or 'latest')")
     s.add_argument("head", metavar="HEAD", help="the run after (job id, jobs/<id>.json, or 'latest')")
@@ -443,5 +465,3 @@ def add_parsers(sub) -> None:
     add_summary_args(s)
     s.add_argument("--limit", type=int, default=20, help="traces to list (default 20)")
     s.set_defaults(func=cmd_diff)
-
-
