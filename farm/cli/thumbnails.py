@@ -28,6 +28,7 @@ def cmd_thumbnails(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
+                            animated=args.animated, frames=args.frames,
                             sheet=args.sheet, assets=tuple(args.assets), render=render)
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
@@ -60,6 +61,11 @@ def add_parsers(sub) -> None:
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
     s.add_argument("--msaa", type=msaa_arg, default=THUMBNAIL_RENDER.msaa,
                    help=f"MSAA samples (default {THUMBNAIL_RENDER.msaa}, clamped to what GL grants)")
+    s.add_argument("--animated", action="store_true",
+                   help="also an animated thumbnail per model (looping, the --format's animation: APNG or WebP) of"
+                        " --frames frames evenly over the chosen sequence; the still is its poster, index.html plays"
+                        " it on hover, contact sheets stay stills")
+    s.add_argument("--frames", type=int, default=16, help="frames of an animated thumbnail (default 16; 2..240)")
     s.add_argument("--sheet", type=int, default=64, help="models per contact sheet (default 64; 0: no sheets)")
     s.add_argument("--assets", action="extend", nargs="+", default=[], metavar="DIR",
                    help="more asset roots (each model's parent folders up to its ROOT, and the ROOTs, come first)")

@@ -8,7 +8,8 @@ index.html is one static page: a filter box (every word typed must appear in a t
 path, sequence, format or error; case-insensitive), a "failed only" switch and a grid. The script
 reads only the page's own attributes; every string from a model or a path goes through Jinja2's
 autoescaping, and image URLs are percent-encoded first, so names with < > & " ' # % or spaces are
-shown as text and still load.
+shown as text and still load. A model with an animated thumbnail (`farm thumbnails --animated`)
+plays it while the pointer is over its tile (the still is the poster, shown otherwise).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ ENTRY_KEYS = (
     "id", "root", "path", "file", "name", "model_format", "status", "error", "thumbnail", "sidecar", "image_sha256",
     "sha256", "sequence", "sequence_index", "sequence_rule", "time_ms", "sequences", "geosets", "vertices",
     "triangles", "camera_source", "diagnostic_count", "diagnostics", "sheet", "missing", "blank",
+    "animation", "animation_sidecar", "animation_sha256",
 )
 
 TEMPLATE = """<!doctype html>
@@ -74,7 +76,8 @@ TEMPLATE = """<!doctype html>
 <figure class="tile{% if m.status != 'done' %} failed{% endif %}{% if m.missing %} missing{% endif %}"
   data-search="{{ m.search }}">
   {% if m.url %}<a href="{{ m.url }}"><img loading="lazy" src="{{ m.url }}" alt="{{ m.file }}"
-    width="{{ size }}" height="{{ size }}"></a>
+    width="{{ size }}" height="{{ size }}"{% if m.anim_url %} data-poster="{{ m.url }}"
+    data-animation="{{ m.anim_url }}"{% endif %}></a>
   {% else %}<div class="placeholder" title="{{ m.error }}">failed: {{ m.short_error }}</div>{% endif %}
   <figcaption>
     <div class="file" title="{{ m.id }}">{{ m.file }}</div>
@@ -111,6 +114,12 @@ TEMPLATE = """<!doctype html>
   box.addEventListener("input", apply);
   failedOnly.addEventListener("change", apply);
   if (box.value || failedOnly.checked) apply();
+  tiles.forEach(function (t) {  // an animated thumbnail plays while the pointer is over its tile
+    var img = t.querySelector("img[data-animation]");
+    if (!img) return;
+    t.addEventListener("mouseenter", function () { img.src = img.getAttribute("data-animation"); });
+    t.addEventListener("mouseleave", function () { img.src = img.getAttribute("data-poster"); });
+  });
 })();
 </script>
 </body>
@@ -133,6 +142,7 @@ def render_html(doc: dict, title: str = "Thumbnails") -> str:
         search += " missing" if e.get("missing") else ""
         search += " blank" if e.get("blank") else ""
         models.append({**e, "url": _url(e["thumbnail"], e.get("image_sha256")) if e.get("thumbnail") else None,
+                       "anim_url": _url(e["animation"], e.get("animation_sha256")) if e.get("animation") else None,
                        "search": " ".join(search.lower().split()), "short_error": short_error(e)})
     sheets = [{"url": _url(s)} for s in doc.get("sheets", [])]
     return _template.render(title=title, models=models, sheets=sheets, counts=doc["counts"],

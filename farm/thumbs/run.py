@@ -7,12 +7,14 @@ folder itself, from the images the workers return:
 
     DIR/thumbs/<id>.png          one per model that rendered (trace in the PNG text chunk)
     DIR/thumbs/<id>.webp(.json)  with --format webp: the image and its trace/diagnostics sidecar
+    DIR/thumbs/<id>.anim.png     with --animated: the looping animation (APNG, or .anim.webp), and
+    DIR/thumbs/<id>.anim.png.json  its sidecar (every frame's time, duration and trace); the still is its poster
     DIR/sheets/sheet-0001.png    contact sheets, N models each (--sheet N; 0: none)
     DIR/index.json, index.html   every model, failed ones with their error
     DIR/.farm/                   incremental state, journal, lock, temporary files
 
 A model is skipped when its file's sha256 and the options fingerprint equal its record and its
-thumbnail is still there. Failed models are always tried again (a broken model fails at load, in
+thumbnail (and animation) is still there. Failed models are always tried again (a broken model fails at load, in
 milliseconds; a worker that died may not die twice). Thumbnails of models that are gone, or that
 now fail, are removed; nothing else in DIR is touched.
 """
@@ -41,8 +43,8 @@ from farm.store import is_url, open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
-from farm.thumbs.state import State, fingerprint
-from farm.thumbs.work import FORMATS
+from farm.thumbs.state import FILE_KEYS, State, fingerprint
+from farm.thumbs.work import FORMATS, animation_keys
 from renderer.assets import read_source
 from renderer.assets.paths import safe_relative
 from renderer.errors import FormatError
@@ -52,6 +54,7 @@ from renderer.gl.threads import available_cores
 __all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
 
 THUMBNAIL_VERSION = 1  # bump when what a thumbnail shows changes for the same options
+MAX_ANIMATION_FRAMES = 240  # --frames: at most this many frames in an animated thumbnail
 
 
 class ThumbnailError(ValueError):
@@ -69,6 +72,8 @@ class ThumbnailOptions:
     sequence: str | None = None  # asked sequence; None: Portrait, else Stand, else the first
     time: int | None = None  # ms from the sequence start; None: the middle of the sequence
     format: str = "png"
+    animated: bool = False  # also an animated thumbnail: `frames` frames evenly over the chosen sequence
+    frames: int = 16
     sheet: int = 64  # models per contact sheet; 0: no sheets
     assets: tuple = ()  # asset roots after each model's own folders and the roots
     # Team, MSAA, camera, missing-texture mode, game data (checked by farm.settings.check_game), searched
@@ -82,6 +87,8 @@ class ThumbnailOptions:
             raise ThumbnailError(f"--format must be one of {', '.join(FORMATS)}, not {self.format!r}")
         if self.time is not None and int(self.time) < 0:
             raise ThumbnailError(f"--time must be >= 0 ms, not {self.time}")
+        if self.animated and not 2 <= int(self.frames) <= MAX_ANIMATION_FRAMES:
+            raise ThumbnailError(f"--frames must be 2..{MAX_ANIMATION_FRAMES}, not {self.frames}")
         if int(self.sheet) < 0:
             raise ThumbnailError(f"--sheet must be >= 0, not {self.sheet}")
         try:
@@ -148,10 +155,20 @@ def _render_options(opts: ThumbnailOptions, assets: list[str]) -> dict:
             "camera": rs.camera, **({"game": list(rs.game)} if rs.game else {})}
 
 
+def _animation_options(opts: ThumbnailOptions) -> dict:
+    """What --animated adds to the options (fingerprint, index.json): nothing without it, so the
+    thumbnails of a run without --animated stay up to date and index.json keeps its bytes."""
+    return {"animated": True, "frames": int(opts.frames)} if opts.animated else {}
+
+
 def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
-    return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0], [found.id],
-                 settings=opts.settings(tuple(assets)), stop_at=str(found.root), kind="thumbnail",
-                 params={"format": opts.format, "time": opts.time})
+    """The model's batch: its still (key: the model id), then with --animated one key per animation
+    frame (farm.thumbs.work.animation_keys; the worker picks their times on the chosen sequence)."""
+    anim = animation_keys(found.id, int(opts.frames)) if opts.animated else []
+    return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0] * (1 + len(anim)),
+                 [found.id, *anim], settings=opts.settings(tuple(assets)), stop_at=str(found.root), kind="thumbnail",
+                 params={"format": opts.format, "time": opts.time,
+                         **({"animated_frames": int(opts.frames)} if opts.animated else {})})
 
 
 def inputs_unchanged(inputs: dict[str, str], seen: dict[str, str | None]) -> bool:
@@ -179,7 +196,7 @@ def _entry(found: Found, rec: dict | None) -> dict:
     e.update(id=found.id, root=str(found.root), path=found.rel, file=Path(found.rel).name,
              status=rec.get("status") or "failed")
     if e["status"] != "done":
-        e.update(thumbnail=None, sidecar=None, image_sha256=None)
+        e.update(thumbnail=None, sidecar=None, image_sha256=None, **_NO_ANIMATION)
         e["error"] = rec.get("error") or "not rendered (the run stopped before this model)"
     return e
 
@@ -217,7 +234,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
         seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
         for f in found:
             assets = asset_roots_for(f, root_folders, extra_assets)
-            fps[f.id] = fp = fingerprint(_render_options(opts, assets))
+            fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
             try:
                 digest = model_digest(str(f.path))
             except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
@@ -228,6 +245,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
             rec = state.records.get(f.id)
             if (not force and rec and rec.get("status") == "done" and rec.get("sha256") == digest
                     and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()
+                    and (not rec.get("animation") or (out / rec["animation"]).is_file())
                     and inputs_unchanged(rec.get("inputs") or {}, seen)):
                 summary.skipped += 1
                 continue
@@ -254,7 +272,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
                                              "missing_textures": opts.render.missing_textures,
                                              "sheet": int(opts.sheet),
                                              "roots": [str(r) for r in root_folders],
-                                             "assets": [str(a) for a in extra_assets]},
+                                             "assets": [str(a) for a in extra_assets], **_animation_options(opts)},
                "counts": {"models": len(entries), "done": sum(e["status"] == "done" for e in entries),
                           "failed": sum(e["status"] != "done" for e in entries)},
                "sheets": sorted(state.sheets), "models": entries}
@@ -330,6 +348,7 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
         else:
             rec.update(status="failed", error=frame.error or "failed without a reason", thumbnail=None, sidecar=None,
                        image_sha256=None)
+        rec.update(_write_animation(result, out, opts, state) if rec["status"] == "done" else _NO_ANIMATION)
         state.record(model_id, rec)  # after the image: a journal line never names a missing file
         summary.rendered.append(model_id)
         bar.finish(result.batch, 1, int(rec["status"] != "done"))
@@ -343,10 +362,30 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
         store.remove_job(job_id)
 
 
+_NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}
+
+
+def _write_animation(result: BatchResult, out: Path, opts: ThumbnailOptions, state: State) -> dict:
+    """A model's animation (--animated) written next to its still, thumbs/<id>.anim.<format> and its
+    sidecar (farm.images.animation_sidecar); the record's animation keys, null when none came (not
+    asked, a model with no sequence to animate, a frame that failed, damaged bytes)."""
+    info = next((f.info for f in result.frames[1:] if f.status == "done" and f.info and "animation" in f.info), None)
+    if not opts.animated or info is None:
+        return dict(_NO_ANIMATION)
+    data = base64.b64decode(info["animation"])
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != next(f.digest for f in result.frames[1:] if f.info is info):
+        return dict(_NO_ANIMATION)
+    rel = _thumb_rel(result.frames[0].key, f"anim.{opts.format}")
+    atomic_write(out / rel, data, state.tmp)
+    atomic_write_json(out / (rel + ".json"), info["animation_sidecar"], state.tmp)
+    return {"animation": rel, "animation_sidecar": rel + ".json", "animation_sha256": digest}
+
+
 def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: State) -> list[dict]:
     """Index entries for the models found; removes the files of models gone or failing now."""
     entries = [_entry(f, state.records.get(f.id)) for f in found]
-    wanted = {e[k] for e in entries for k in ("thumbnail", "sidecar") if e.get(k)}
+    wanted = {e[k] for e in entries for k in FILE_KEYS if e.get(k)}
     for rel in sorted(state.files - wanted):
         p = _inside(out, rel)
         if p is not None:

@@ -24,9 +24,10 @@ from pathlib import Path
 
 from farm.files import atomic_write_json
 
-__all__ = ["FORMAT", "State", "StateLocked", "fingerprint"]
+__all__ = ["FILE_KEYS", "FORMAT", "State", "StateLocked", "fingerprint"]
 
 FORMAT = "modelfarm.thumbnails-state/1"
+FILE_KEYS = ("thumbnail", "sidecar", "animation", "animation_sidecar")  # a record's output files (folder-relative)
 
 
 class StateLocked(RuntimeError):
@@ -109,7 +110,7 @@ class State:
                 self._note_files(rec)
 
     def _note_files(self, rec: dict) -> None:
-        for k in ("thumbnail", "sidecar"):
+        for k in FILE_KEYS:
             if rec.get(k):
                 self.files.add(rec[k])
 

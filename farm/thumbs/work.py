@@ -14,23 +14,54 @@ none (bind pose). Time and camera: the default look of farm.look (`default_time`
 chosen sequence, unless --time was asked; the ``fit`` camera unless --camera was), the same rule as
 `farm render` and `farm view`. A blank frame's entry carries farm.look.blank_warning's sentence
 (``blank``), which the summary prints.
+
+Animated (``params["animated_frames"]`` N, `farm thumbnails --animated --frames N`): after the still
+(the poster), N frames evenly over the chosen sequence (`animation_times`), encoded by
+farm.images.encode_animation in the thumbnails' format; the last frame's result carries the
+animation and its sidecar (every frame's time, duration and trace). A model without a sequence,
+or one of 0 ms, has no animation: its still is all there is to see.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from dataclasses import dataclass, field
 
-from farm.images import IMAGE_FORMATS, blank_reason, encode_image
+from farm.images import IMAGE_FORMATS, animation_sidecar, blank_reason, encode_animation, encode_image, frame_durations
 from farm.look import blank_warning, default_time
 from farm.plan.batches import Batch
 from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict, missing_names
 from renderer.anim import UnknownSequence, find_sequence
 
-__all__ = ["FORMATS", "THUMBNAIL", "ThumbnailKind", "choose_sequence", "default_time", "encode_image", "model_facts"]
+__all__ = ["ANIMATION_KEY", "FORMATS", "THUMBNAIL", "ThumbnailKind", "animation_keys", "animation_times",
+           "choose_sequence", "default_time", "encode_image", "model_facts"]
 
 FORMATS = IMAGE_FORMATS  # --format: the farm's image formats (farm.images.encode_image)
 MAX_DIAGNOSTICS = 20  # listed per model in the index (the count is always complete)
+ANIMATION_KEY = "{id}\x00frame{i:04d}"  # the batch key of an animation frame: never a model id (no NUL in names)
+
+
+def animation_keys(model_id: str, n: int) -> list[str]:
+    """The batch keys of a model's N animation frames, after its own (the poster's)."""
+    return [ANIMATION_KEY.format(id=model_id, i=i) for i in range(n)]
+
+
+def animation_times(model, seq: int | None, n: int) -> list[int]:
+    """N ms evenly over the sequence, from its start, the last one a step before its end (the loop
+    goes back to the start); none when there is no sequence or it lasts 0 ms."""
+    if seq is None or n < 1:
+        return []
+    start, end = model.sequences[seq].interval
+    length = max(int(end) - int(start), 0)
+    return [i * length // n for i in range(n)] if length else []
+
+
+@dataclass
+class ThumbnailWork(Work):
+    """A thumbnail's work: the poster, then the animation frames, collected until the last one."""
+
+    shots: list = field(default_factory=list)  # (rgba, trace, diagnostics) of each animation frame rendered
 
 
 def choose_sequence(model, asked: str | None) -> tuple[int | None, str]:
@@ -93,9 +124,13 @@ class ThumbnailKind(BatchKind):
         time_ms = default_time(model, seq) if params.get("time") is None else int(params["time"])
         facts.update(sequence=None if seq is None else str(model.sequences[seq].name), sequence_index=seq,
                      sequence_rule=rule, time_ms=time_ms)
-        return Work(seq, [(batch.keys[0], time_ms)], facts)
+        times = animation_times(model, seq, int(params.get("animated_frames") or 0))
+        return ThumbnailWork(seq, [(batch.keys[0], time_ms), *zip(batch.keys[1:len(times) + 1], times, strict=True)],
+                             facts)
 
     def keep(self, batch: Batch, store, model, frame, key: str, time_ms: int, work: Work) -> FrameResult:
+        if key != batch.keys[0]:
+            return self._keep_animation(batch, frame, key, time_ms, work)
         data = encode_image(frame.rgba, frame.trace, batch.params.get("format", "png"))
         diagnostics: list[dict] = []
         for d in [*getattr(model, "diagnostics", []), *frame.diagnostics]:  # the loader's, then textures'/animation's
@@ -110,6 +145,21 @@ class ThumbnailKind(BatchKind):
                      missing=missing, assets=list(getattr(frame, "assets", []) or []),
                      diagnostic_count=len(diagnostics), bytes=len(data), image=base64.b64encode(data).decode("ascii"))
         return FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(), info=facts)
+
+    def _keep_animation(self, batch: Batch, frame, key: str, time_ms: int, work: ThumbnailWork) -> FrameResult:
+        """An animation frame: kept in `work` until the last one, whose result carries the animation
+        (base64) and its sidecar; when a frame before it failed, no animation (the still stays)."""
+        work.shots.append((time_ms, frame.rgba.copy(), frame.trace, [diag_dict(d) for d in frame.diagnostics]))
+        if key != work.frames[-1][0] or len(work.shots) != len(work.frames) - 1:
+            return FrameResult(key, time_ms, "done")
+        fmt = batch.params.get("format", "png")
+        times = [s[0] for s in work.shots]
+        durations = frame_durations(times)
+        data = encode_animation([s[1] for s in work.shots], durations, fmt)
+        sidecar = animation_sidecar(fmt, times, durations, [s[2] for s in work.shots], [s[3] for s in work.shots])
+        work.shots.clear()
+        return FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(),
+                           info={"animation": base64.b64encode(data).decode("ascii"), "animation_sidecar": sidecar})
 
     def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
         return FrameResult(key, time_ms, "failed", error=error, info=dict(work.facts) if work else {"sha256": None})
