@@ -196,15 +196,33 @@ class Animator:
     def __init__(self, model: Model):
         self.model = model
         self.skeleton = sk = Skeleton(model)
-        n = sk.count
         bank = self.bank = TrackBank(model.global_sequences)
+        # In this order: the bank numbers the tracks as they are added.
+        self._compile_nodes(model, bank)
+        self._compile_geosets(model, bank)
+        self._compile_layers(model, bank)
+        self._compile_texture_animations(model, bank)
 
-        # Nodes: translation, rotation, scaling, visibility.
+        for scatter in (self._t, self._r, self._s, self._vis, self._alpha, self._color, self._lalpha, self._lgain,
+                        self._ltex, self._stex, self._tat, self._tar, self._tas):
+            scatter.freeze()
+        bank.freeze()
+
+        self.attachment_rows = sk.rows([a.object_id for a in model.attachments])
+        self.skins = [geoset_skin(geo, sk.ids) for geo in model.geosets]
+        self.palettes = PaletteBuilder(self.skins, sk.count)
+        self.notes = list(sk.notes)
+        for gi, s in enumerate(self.skins):
+            self.notes += [f"geoset {gi}: {msg}" for msg in s.notes]
+
+    def _compile_nodes(self, model: Model, bank: TrackBank) -> None:
+        """Nodes: translation, rotation, scaling, visibility."""
+        n = self.skeleton.count
         self._t = _Scatter(np.zeros((n, 3)))
         self._r = _Scatter(np.tile(quat.IDENTITY, (n, 1)))
         self._s = _Scatter(np.ones((n, 3)))
         self._vis = _Scatter(np.ones(n))
-        for row, node in enumerate(sk.nodes):
+        for row, node in enumerate(self.skeleton.nodes):
             for tag, target in (("KGTR", self._t), ("KGRT", self._r), ("KGSC", self._s)):
                 track = node.node_tracks.get(tag)
                 if track is not None:
@@ -214,7 +232,8 @@ class Animator:
             if track is not None:
                 self._vis.add(bank, row, track, 1.0)
 
-        # Geoset animations (the last GEOA naming a geoset wins, as in the viewer).
+    def _compile_geosets(self, model: Model, bank: TrackBank) -> None:
+        """Geoset animations (the last GEOA naming a geoset wins, as in the viewer)."""
         g = len(model.geosets)
         geoa = {}
         for a in model.geoset_animations:
@@ -235,7 +254,8 @@ class Animator:
             if "KGAC" in a.tracks:
                 self._color.add(bank, gi, a.tracks["KGAC"], tuple(color[gi]))
 
-        # Layers (flattened) and Reforged texture slots.
+    def _compile_layers(self, model: Model, bank: TrackBank) -> None:
+        """Layers (flattened) and Reforged texture slots."""
         self.layer_index: dict[tuple[int, int], int] = {}
         la, le, lt, st, slot_layer, slot_kind = [], [], [], [], [], []
         layer_tracks, slot_tracks = [], []
@@ -265,7 +285,8 @@ class Animator:
         self.slot_layer = np.array(slot_layer, np.int64)
         self.slot_kind = np.array(slot_kind, np.int64)
 
-        # Texture animations.
+    def _compile_texture_animations(self, model: Model, bank: TrackBank) -> None:
+        """Texture animations."""
         nt = len(model.texture_animations)
         self._tat = _Scatter(np.zeros((nt, 3)))
         self._tar = _Scatter(np.tile(quat.IDENTITY, (nt, 1)))
@@ -274,18 +295,6 @@ class Animator:
             for tag, target in (("KTAT", self._tat), ("KTAR", self._tar), ("KTAS", self._tas)):
                 if tag in ta.tracks:
                     target.add(bank, ti, ta.tracks[tag])
-
-        for scatter in (self._t, self._r, self._s, self._vis, self._alpha, self._color, self._lalpha, self._lgain,
-                        self._ltex, self._stex, self._tat, self._tar, self._tas):
-            scatter.freeze()
-        bank.freeze()
-
-        self.attachment_rows = sk.rows([a.object_id for a in model.attachments])
-        self.skins = [geoset_skin(geo, sk.ids) for geo in model.geosets]
-        self.palettes = PaletteBuilder(self.skins, n)
-        self.notes = list(sk.notes)
-        for gi, s in enumerate(self.skins):
-            self.notes += [f"geoset {gi}: {msg}" for msg in s.notes]
 
     # ------------------------------------------------------------------------------------------
 
