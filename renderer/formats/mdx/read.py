@@ -98,6 +98,14 @@ def read_mdx(data: bytes, path: str = "<bytes>", strict: bool = False, check_ind
         else:
             count = _read_chunk(ctx, tag, cr)
         model.layout.append((tag, count))
+    _finish(ctx, check_indices, strict)
+    return model
+
+
+def _finish(ctx: _Context, check_indices: bool, strict: bool) -> None:
+    """After the chunks: index problems raised (or noted, without `check_indices`), extra bytes and
+    invalid filter modes noted, and with `strict` the first diagnostic raised."""
+    model, path = ctx.model, ctx.model.path
     problems = ctx.problems + _validate(ctx)
     if problems:
         if check_indices:
@@ -114,7 +122,6 @@ def read_mdx(data: bytes, path: str = "<bytes>", strict: bool = False, check_ind
     if strict and model.diagnostics:
         d = model.diagnostics[0]
         raise FormatError(path, d.where, d.offset, f"{d.message} (strict mode)")
-    return model
 
 
 class _Context:
