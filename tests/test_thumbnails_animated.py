@@ -18,6 +18,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 import browser  # noqa: E402
 from PIL import Image  # noqa: E402
+from test_farm_celery import REDIS, worker  # noqa: E402, F401 - the module-scoped worker fixture
 
 from farm.cli import main  # noqa: E402
 from farm.images import read_animation  # noqa: E402
@@ -137,3 +138,18 @@ def test_index_html_plays_the_animation_while_the_pointer_is_over_the_tile(model
         b.wait_for("return document.querySelector('figure.tile img').getAttribute('src').indexOf('anim') < 0")
         assert b.run(src).split("?")[0] == e["thumbnail"]
         assert b.severe_logs() == []
+
+
+@pytest.mark.slow  # a real Celery worker (test_farm_celery's fixture) on a real Redis
+def test_celery_and_local_animated_thumbnails_are_identical(worker, tmp_path):  # noqa: F811
+    root = tmp_path / "models"
+    write_samples(root)
+    opts = ThumbnailOptions(size=32, sheet=0, animated=True, frames=4)
+    remote = make_thumbnails([root], tmp_path / "celery", opts, broker=REDIS, progress=False)
+    local = make_thumbnails([root], tmp_path / "local", opts, broker="local", workers=1, progress=False)
+    assert (remote.mode, local.mode) == ("celery", "local") and not remote.failed and not local.failed
+    files = sorted(p.relative_to(tmp_path / "local") for p in (tmp_path / "local").rglob("*")
+                   if p.is_file() and ".farm" not in p.parts)
+    assert Path("thumbs/models/effects.mdx.anim.png") in files
+    for rel in files:  # stills, animations, sidecars and the index: the same bytes
+        assert (tmp_path / "celery" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
