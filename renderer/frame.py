@@ -93,6 +93,7 @@ def model_hash(model: Model) -> str:
         return digest
     if model.path and Path(model.path).is_file():
         return hashlib.sha256(Path(model.path).read_bytes()).hexdigest()
+    # the MDX writer, only to hash a model that has no file
     from renderer.formats.mdx import write_mdx
 
     return hashlib.sha256(write_mdx(model)).hexdigest()
@@ -127,6 +128,7 @@ class Renderer:
     @property
     def context(self):
         if self._ctx is None:
+            # GL side: imported when a frame is drawn (`import renderer` stays light)
             from renderer.gl import create_context
 
             self._ctx = create_context(self.backend)
@@ -137,6 +139,7 @@ class Renderer:
         return self.context.info.as_dict()
 
     def _gpu(self, model: Model, spec: FrameSpec):
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.scene import ModelGPU
 
         textures = self.texture_settings(spec)
@@ -206,6 +209,7 @@ class Renderer:
         self.effects.reset()
 
     def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None) -> Frame:
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.gl.model_program import ModelProgram
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import FrameDraw, draw_model
@@ -248,6 +252,7 @@ class Renderer:
         """(FrameLights or None, diagnostics) of a frame: None unless the spec asks for model lights."""
         if spec.lights != "model":
             return None, []
+        # only for FrameSpec(lights="model")
         from renderer.lights import frame_lights
 
         lights = frame_lights(model, pose)
@@ -260,6 +265,7 @@ class Renderer:
     def _framebuffer(self, width: int, height: int, samples: int):
         """The framebuffer of the last frame when it has this size and MSAA, else a new one: a batch
         of frames of one size allocates its renderbuffers once (every frame clears all of it)."""
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.gl.framebuffer import Framebuffer
 
         key = (int(width), int(height), int(samples))
@@ -277,6 +283,7 @@ class Renderer:
 
     def _with_effect_programs(self, draw):
         """`draw` with the effects' GL programs (made on the first frame that has effects or events)."""
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.gl.particles import EffectPrograms
 
         if self._fx_programs is None:
@@ -284,12 +291,14 @@ class Renderer:
         return replace(draw, effects=self._fx_programs)
 
     def _draw_events(self, gpu, pose, draw) -> None:
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.fx.draw import EffectResources
         from renderer.fx.events import draw_events
 
         self.last_events = draw_events(gpu, pose, self._with_effect_programs(draw), EffectResources.of(gpu, draw.spec))
 
     def _draw_effects(self, fx, gpu, pose, draw) -> None:
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.fx.draw import draw_effects
 
         self.effects.last_stats = draw_effects(fx, gpu, pose, self._with_effect_programs(draw))
@@ -297,6 +306,7 @@ class Renderer:
     def skinned_vertices(self, model: Model, spec: FrameSpec) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,
         read back with transform feedback (None for geosets with nothing to draw)."""
+        # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.gl.feedback import SkinFeedback
         from renderer.gl.framebuffer import Framebuffer
         from renderer.gl.resources import PaletteBuffer

@@ -53,6 +53,7 @@ class ModelGPU:
     """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
     def __init__(self, model: Model, textures: TextureSettings):
+        # the animation compiler and the GL uploads load with the first model drawn
         from renderer.anim import Animator
         from renderer.gl.resources import GeosetBuffers, upload_loaded, upload_texture
         from renderer.texture_set import load_textures

@@ -88,6 +88,7 @@ class TextureSet:
 
 def decode_asset(asset) -> np.ndarray:
     """The decoded image of a found asset, through the per-process digest-keyed cache."""
+    # the image decoders (BLP, DDS, TGA, PIL) load with the first texture decoded
     from renderer.formats.textures import decode_texture
 
     return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture)
@@ -95,6 +96,7 @@ def decode_asset(asset) -> np.ndarray:
 
 def decode_asset_chain(asset):
     """The `MipChain` of a found asset (level 0 and the stored levels to upload), cached like images."""
+    # the image decoders (BLP, DDS, TGA, PIL) load with the first texture decoded
     from renderer.formats.textures import decode_texture_chain
 
     return DECODED.get(asset.sha256, asset.data, asset.where, decode_texture_chain, decoder="texture-chain")
@@ -119,6 +121,7 @@ def _source_missing(source, entries: list[dict], reported: set, out: TextureSet)
 
 
 def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: TextureSet) -> tuple[np.ndarray, str]:
+    # the image decoders (BLP, DDS, TGA, PIL) load with the first texture decoded
     from renderer.formats.textures import team_color_texture, team_glow_texture
 
     label, pattern = TEAM_TEXTURES[rid]

@@ -70,6 +70,7 @@ class EffectResources:
     def _load(self, key, texture: Texture, where: str) -> int:
         tex = self._textures.get(key)
         if tex is None:
+            # GL side: imported when a frame is drawn (`import renderer` stays light)
             from renderer.gl.resources import upload_loaded
             from renderer.texture_set import load_textures
 
@@ -104,6 +105,7 @@ class EffectResources:
         """The child model's ModelGPU, or None (reported once) when it cannot be found or loaded."""
         if spec.index in self._children:
             return self._children[spec.index]
+        # a child model (and its GPU side) loads only when an effect spawns one
         from renderer.errors import FormatError
         from renderer.formats import load_model
         from renderer.scene import ModelGPU
@@ -201,6 +203,7 @@ def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
     are drawn but their emitters are not simulated, which bounds the work), their own particles and
     ribbons: each child's effects are simulated at its age with `child_seed`, in its own model space,
     and drawn through its instance matrix."""
+    # GL side: imported when a frame is drawn (`import renderer` stays light)
     from renderer.scene import draw_model, layer_texture, texture_slot
 
     stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0, "child_particles": 0}

@@ -100,13 +100,16 @@ def create_context(backend: str = "auto", *, device_index: int | None = None) ->
 
 def _create_one(name: str, device_index: int | None) -> GLContext:
     if name == "egl":
+        # each backend loads its own GL library (libEGL, libOSMesa, glfw): only the one picked
         from .egl import EGLContext
 
         return EGLContext(device_index=device_index)
     if name == "osmesa":
+        # each backend loads its own GL library (libEGL, libOSMesa, glfw): only the one picked
         from .osmesa import OSMesaContext
 
         return OSMesaContext()
+    # each backend loads its own GL library (libEGL, libOSMesa, glfw): only the one picked
     from .glfw_window import GLFWContext
 
     return GLFWContext()

@@ -23,6 +23,8 @@ import ctypes
 
 import numpy as np
 
+from .calls import check, fast, get_integer
+
 MAX_SIZE = 8192
 
 
@@ -109,15 +111,11 @@ class Framebuffer:
     def _bindings() -> tuple[int, int]:
         from OpenGL import GL
 
-        from .calls import get_integer
-
         return get_integer(GL.GL_DRAW_FRAMEBUFFER_BINDING), get_integer(GL.GL_READ_FRAMEBUFFER_BINDING)
 
     @staticmethod
     def _restore(draw: int, read: int) -> None:
         from OpenGL import GL
-
-        from .calls import fast
 
         gl = fast()
         gl.glBindFramebuffer(GL.GL_DRAW_FRAMEBUFFER, draw)
@@ -183,8 +181,6 @@ class Framebuffer:
         self._check_alive()
         from OpenGL import GL
 
-        from .calls import fast
-
         gl = fast()
         gl.glBindFramebuffer(GL.GL_FRAMEBUFFER, self.fbo)
         gl.glViewport(0, 0, self.width, self.height)
@@ -202,8 +198,6 @@ class Framebuffer:
             raise ValueError(f"clear colour must be 3 or 4 floats in 0..1, got {tuple(rgba)!r}")
         self.bind()
         from OpenGL import GL
-
-        from .calls import check, fast
 
         gl = fast()
         gl.glDisable(GL.GL_SCISSOR_TEST)
@@ -234,8 +228,6 @@ class Framebuffer:
         """The image as a (height, width, 4) uint8 array, row 0 at the top (GL's rows flipped)."""
         self._check_alive()
         from OpenGL import GL
-
-        from .calls import check, fast, get_integer
 
         gl = fast()
         self.resolve()

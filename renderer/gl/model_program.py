@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .shaders import build_program
+
 # The light loop's bound (renderer.rules.MAX_MODEL_LIGHTS; renderer.gl does not import the rest of
 # the renderer, so tests/test_model_lights.py checks the two agree).
 MAX_LIGHTS = 8
@@ -265,8 +267,6 @@ class ModelProgram:
         found = self._variants.get(key)
         if found is None:
             from OpenGL import GL
-
-            from .shaders import build_program
 
             lights, hd, shaded, alpha_test = key
             names = UNIFORMS + (LIGHT_UNIFORMS if lights else ())

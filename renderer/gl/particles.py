@@ -24,6 +24,7 @@ import ctypes
 import numpy as np
 
 from .calls import check
+from .shaders import build_program
 from .state import StateCache
 
 PARTICLE_VERTEX = """
@@ -143,8 +144,6 @@ class EffectPrograms:
 
     def __init__(self):
         from OpenGL import GL
-
-        from .shaders import build_program
 
         self.particle = build_program(PARTICLE_VERTEX, PARTICLE_FRAGMENT, label="particles")
         self.ribbon = build_program(RIBBON_VERTEX, RIBBON_FRAGMENT, label="ribbons")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ctypes
 
+from .calls import fast
+
 _FACTORS: dict[str, int] = {}
 
 
@@ -28,8 +30,6 @@ class StateCache:
     for errors once at its end)."""
 
     def __init__(self):
-        from .calls import fast
-
         self.gl = fast()
         self._caps: dict[int, bool] = {}
         self._known: dict = {}

@@ -15,6 +15,7 @@ from .build import SAMPLES
 
 def write_samples(out_dir: str | Path) -> list[Path]:
     """Write every sample model (MDX) and its textures (TGA) under out_dir; returns the model paths."""
+    # the MDX writer, only when the samples are written
     from PIL import Image
 
     from renderer.formats.mdx import save_mdx

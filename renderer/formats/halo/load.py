@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from renderer.assets.cache import DECODED
 from renderer.errors import Diagnostic, FormatError
 from renderer.model import Bone, Extent, Geoset, Layer, Material, Model, Texture
 
@@ -469,8 +470,6 @@ def _decode_file(file: str) -> np.ndarray:
     """The decoded top mip level of a bitmap tag file, through the per-process digest-keyed cache."""
     import hashlib
 
-    from renderer.assets.cache import DECODED
-
     data = Path(file).read_bytes()
     return DECODED.get(hashlib.sha256(data).hexdigest(), data, file, decode_bitmap_tag, "halo bitmap")
 
@@ -545,8 +544,6 @@ class HaloBitmaps:
         return search.note_found(kind, asked, file, data)
 
     def image(self, model: Model, texture_index: int, search) -> np.ndarray | None:
-        from renderer.assets.cache import DECODED
-
         if id(search) not in self._recorded:
             self._recorded.add(id(search))
             self._record_tags(model, search)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from renderer.assets.stores import FolderStore
 from renderer.errors import Diagnostic, FormatError
 
 HEADER_SIZE = 64
@@ -203,8 +204,6 @@ class TagRoot:
     the asset search's (`renderer.assets.stores.FolderStore`): exact case first, then sorted."""
 
     def __init__(self, root: Path):
-        from renderer.assets.stores import FolderStore
-
         self.root = Path(root)
         self._store = FolderStore(self.root)
         self._real = self._store.real

@@ -9,7 +9,7 @@ import numpy as np
 
 from renderer import rules
 from renderer.errors import Diagnostic, FormatError
-from renderer.model import TRACK_TYPES, Model
+from renderer.model import TRACK_TYPES, Model, UnknownChunk
 
 from . import layouts as L
 from .binary import Reader
@@ -136,8 +136,6 @@ class _Context:
         self.model.diagnostics.append(Diagnostic(where, offset, message))
 
     def keep_raw(self, tag: str, cr: Reader) -> None:
-        from renderer.model import UnknownChunk
-
         self.model.unknown_chunks.append(UnknownChunk(tag, cr.rest()))
         self.model.layout.append((tag, -1))
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from renderer.assets.paths import EXTENSIONS, SEPARATORS, WHERE, extension_variants, refusal
+from renderer.assets.search import AssetSearch, Base
+from renderer.assets.stores import FolderStore
 from renderer.errors import Diagnostic
 
 __all__ = ["EXTENSIONS", "SEPARATORS", "WHERE", "TextureResolver", "extension_variants", "refusal"]
@@ -39,10 +41,6 @@ class TextureResolver:
     use `AssetSearch.for_model`, which also records every lookup."""
 
     def __init__(self, asset_roots: list[Path], model_dir: Path):
-        # The search itself lives above this module (renderer.assets imports these path rules).
-        from renderer.assets.search import AssetSearch, Base
-        from renderer.assets.stores import FolderStore
-
         self.asset_roots = [Path(root) for root in asset_roots]
         self.model_dir = Path(model_dir)
         stores = [FolderStore(d) for d in (self.model_dir, *self.asset_roots)]
