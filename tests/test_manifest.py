@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from farm.plan.manifest import ManifestError, key_lines, load_manifest, parse_manifest
+from farm.plan.manifest import ManifestError, load_manifest, parse_manifest
+from farm.plan.toml_lines import key_lines
 
 
 @pytest.fixture

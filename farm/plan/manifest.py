@@ -35,9 +35,10 @@ of the last one (like .gitattributes), so "everything, but this model at 256x256
 
 Errors are `ManifestError`s: unknown keys (with a suggestion), wrong types, values out of range,
 globs that match no file, asset roots that are not folders, TOML syntax. Each names the manifest
-and the line of the offending key (tomllib gives no positions for values, so `key_lines` scans
-the text for them). When the job is planned (farm.plan.batches.expand_manifest, before anything
-renders), a sequence named here that a matched model does not have is one too, at the line of the
+and the line of the offending key (tomllib gives no positions for values, so
+farm.plan.toml_lines.key_lines scans the text for them). When the job is planned
+(farm.plan.batches.expand_manifest, before anything renders), a sequence named here that a
+matched model does not have is one too, at the line of the
 `sequences` entry that applies, naming each model that lacks it and the nearest names it has
 (`Manifest.unknown_sequences`).
 
@@ -71,6 +72,7 @@ from typing import Any
 
 from farm.compare.metrics import Thresholds
 from farm.plan.keys import percent_text
+from farm.plan.toml_lines import key_lines, line_of
 from farm.settings import (
     RenderSettings,
     SettingError,
@@ -99,7 +101,6 @@ __all__ = [
     "ManifestError",
     "ModelPlan",
     "TraceThresholds",
-    "key_lines",
     "load_manifest",
     "parse_manifest",
 ]
@@ -217,7 +218,7 @@ class Manifest:
         return Path(self.path).parent
 
     def line_of(self, *key) -> int | None:
-        return _line(key_lines(self.text), key)
+        return line_of(key_lines(self.text), key)
 
     def sequences_key(self, plan: ModelPlan) -> tuple:
         """The key of the `sequences` entry that applies to `plan`: its [[models]] entry's, else the job's."""
@@ -234,12 +235,12 @@ class Manifest:
             for asked, names in unknown.get(plan.rel, ()):
                 lack = f"{plan.rel} has no {asked!r} ({_nearest(asked, names)})"
                 by_key.setdefault(self.sequences_key(plan), []).append(lack)
-        key = min(by_key, key=lambda k: _line(lines, k) or 0)
+        key = min(by_key, key=lambda k: line_of(lines, k) or 0)
         lacks = by_key[key]
         shown = "; ".join(lacks[:5]) + (f"; and {len(lacks) - 5} more" if len(lacks) > 5 else "")
         who = "a model matched here does" if len(lacks) == 1 else f"{len(lacks)} models matched here do"
         hint = "" if len(lacks) == 1 else " (to render the first of the list each model has, end it with \"first\")"
-        return ManifestError(self.shown_as or self.path, _line(lines, key),
+        return ManifestError(self.shown_as or self.path, line_of(lines, key),
                              f"{_where(key)} names a sequence that {who} not have: {shown}{hint}")
 
 
@@ -253,119 +254,6 @@ def _nearest(asked, names: list[str]) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Line numbers: tomllib gives none, so find each key's line by scanning the text.
-
-_BARE = r"[A-Za-z0-9_-]+"
-_BASIC = r'"(?:[^"\\]|\\.)*"'
-_LITERAL = r"'[^']*'"
-_KEY_PART = rf"(?:{_BARE}|{_BASIC}|{_LITERAL})"
-_DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
-_KEY_LINE = re.compile(rf"\s*({_DOTTED})\s*=")
-_HEADER = re.compile(rf"\s*(\[\[?)\s*({_DOTTED})\s*\]\]?")
-_INLINE_KEY = re.compile(rf"[{{,]\s*({_DOTTED})\s*=")
-
-
-def _split_key(dotted: str) -> tuple[str, ...]:
-    parts = re.findall(_KEY_PART, dotted)
-    out = []
-    for p in parts:
-        if p.startswith('"'):
-            p = p[1:-1].encode("utf-8").decode("unicode_escape")
-        elif p.startswith("'"):
-            p = p[1:-1]
-        out.append(p)
-    return tuple(out)
-
-
-def key_lines(text: str) -> dict[tuple, int]:
-    """Map key paths to the 1-based line that defines them.
-
-    Paths use the key names, with the 0-based index of each array-of-tables element:
-    ``("models", 1, "size")`` is `size` in the second `[[models]]`. Table headers map too
-    (``("models", 1)``), and keys inside one-line inline tables (``("models", 1, "thresholds",
-    "min_ssim")``). Lines inside multi-line strings are skipped.
-    """
-    lines: dict[tuple, int] = {}
-    counts: dict[tuple, int] = {}  # array-of-tables path (resolved prefix + name) -> elements so far
-    current: tuple = ()
-    in_string: str | None = None
-    depth = 0  # open brackets of a multi-line array value
-    for no, raw in enumerate(text.splitlines(), 1):
-        line = raw
-        if depth:
-            depth = max(0, depth + _bracket_balance(line))
-            continue
-        if in_string:
-            if in_string in line:
-                line = line.split(in_string, 1)[1]
-                in_string = None
-            else:
-                continue
-        m = _HEADER.match(line)
-        if m and not _KEY_LINE.match(line):
-            parts = _split_key(m.group(2))
-            resolved: tuple = ()
-            for i, part in enumerate(parts):
-                resolved = (*resolved, part)
-                last = i == len(parts) - 1
-                if last and m.group(1) == "[[":
-                    n = counts.get(resolved, 0)
-                    counts[resolved] = n + 1
-                    resolved = (*resolved, n)
-                elif resolved in counts:
-                    resolved = (*resolved, counts[resolved] - 1)
-            current = resolved
-            lines.setdefault(current, no)
-            continue
-        m = _KEY_LINE.match(line)
-        if m:
-            path = (*current, *_split_key(m.group(1)))
-            lines.setdefault(path, no)
-            rest = line[m.end():]
-            if rest.lstrip().startswith("{"):
-                for im in _INLINE_KEY.finditer(rest):
-                    lines.setdefault((*path, *_split_key(im.group(1))), no)
-            for quote in ('"""', "'''"):
-                if rest.count(quote) % 2 == 1:
-                    in_string = quote
-            if not in_string:
-                depth = max(0, _bracket_balance(rest))
-    return lines
-
-
-def _bracket_balance(text: str) -> int:
-    """Opening minus closing brackets outside strings and comments (for multi-line arrays)."""
-    n, quote, i = 0, None, 0
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\" and quote == '"':
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c == "#":
-            break
-        elif c in "[{":
-            n += 1
-        elif c in "]}":
-            n -= 1
-        i += 1
-    return n
-
-
-def _line(lines: dict[tuple, int], key: tuple) -> int | None:
-    """The line of `key`, or of the nearest enclosing key or table that has one."""
-    key = tuple(key)
-    while key:
-        if key in lines:
-            return lines[key]
-        key = key[:-1]
-    return None
-
-
-# --------------------------------------------------------------------------------------------
 # Parsing
 
 
@@ -376,7 +264,7 @@ class _Ctx:
         self.lines = key_lines(text)
 
     def error(self, key: tuple, message: str) -> ManifestError:
-        return ManifestError(self.path, _line(self.lines, key), message)
+        return ManifestError(self.path, line_of(self.lines, key), message)
 
 
 def _where(key: tuple) -> str:
@@ -515,7 +403,7 @@ def _settings(ctx: _Ctx, table: dict, key: tuple, root: Path) -> dict:
     if "sequences" in table:
         s["sequences"] = _sequences(ctx, (*key, "sequences"), table["sequences"])
     if "timestamps" in table and "every" in table:
-        later = max(("timestamps", "every"), key=lambda k: _line(ctx.lines, (*key, k)) or 0)
+        later = max(("timestamps", "every"), key=lambda k: line_of(ctx.lines, (*key, k)) or 0)
         raise ctx.error((*key, later), f"{_where(key) if key else 'the manifest'} gives both 'timestamps' and"
                                        f" 'every'; use one")
     if "timestamps" in table:
@@ -548,7 +436,7 @@ def _trace_thresholds(ctx: _Ctx, table: dict) -> list[TraceThresholds]:
         values = _canonical_thresholds(ctx, k, e, extra=("match",))
         if not values:
             raise ctx.error(k, f"{_where(k)} gives no threshold (known: {', '.join(THRESHOLD_TABLE_KEYS)})")
-        out.append(TraceThresholds(match, values, _line(ctx.lines, k)))
+        out.append(TraceThresholds(match, values, line_of(ctx.lines, k)))
     return out
 
 
@@ -649,7 +537,7 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
         render = RenderSettings(**{k: settings.pop(k) for k in RenderSettings.FIELDS if k in settings})
         for f in files:
             chosen.pop(f, None)  # the last entry matching a file wins (and orders it)
-            chosen[f] = ModelPlan(path=f, rel=_rel(f, root), entry=i + 1, line=_line(ctx.lines, key),
+            chosen[f] = ModelPlan(path=f, rel=_rel(f, root), entry=i + 1, line=line_of(ctx.lines, key),
                                   settings=render, root=str(root) if _inside(f, root) else None, **settings)
     return Manifest(path=str(path.resolve()) if path.exists() else str(path), name=name,
                     plans=sorted(chosen.values(), key=lambda p: p.rel), trace_thresholds=trace_thresholds, text=text,
