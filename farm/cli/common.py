@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -112,11 +111,10 @@ def job_ref(ref: str, out: str | None) -> str:
 
     def when(job_id: str) -> tuple:
         try:
-            return (os.path.getmtime(store.job_location(job_id)), "", job_id)
-        except OSError:  # not a file here (an object store): when the job document says it was created
-            pass
-        try:
-            return (0.0, str(store.read_job(job_id).get("created") or ""), job_id)
+            written = store.job_time(job_id)  # the store's time (a file's mtime, an object's LastModified)
+            if written is not None:
+                return (written, "", job_id)
+            return (0.0, str(store.read_job(job_id).get("created") or ""), job_id)  # else when it was created
         except (OSError, ValueError, RuntimeError):
             return (0.0, "", job_id)
 

@@ -123,7 +123,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
         if t.get("digest"):
             facts.append(("pixel digest", t["digest"]))
         if t.get("png"):
-            facts.append(("stored as", f"images/{t['png'][:2]}/{t['png']}.png"))
+            facts.append(("stored as", head_store.image_ref(t["png"])))
         commands = []
         if not diff and t["status"] != "error" and t.get("png"):
             if t["status"] != "pass" or t.get("match") != "exact":

@@ -220,6 +220,13 @@ class FolderStore:
     def job_location(self, job_id: str) -> str:
         return str(self.job_path(job_id))
 
+    def job_time(self, job_id: str) -> float | None:
+        """When the job's document was last written (its file's mtime); None when it is not there."""
+        try:
+            return self.job_path(job_id).stat().st_mtime
+        except OSError:
+            return None
+
     def remove_job(self, job_id: str) -> None:
         """Forget a job: its document and everything under jobs/<job>/ (images stay: they are shared)."""
         self.job_path(job_id).unlink(missing_ok=True)

@@ -358,6 +358,14 @@ class S3Store:
     def job_location(self, job_id: str) -> str:
         return f"{self.location}/jobs/{job_id}.json"
 
+    def job_time(self, job_id: str) -> float | None:
+        """When the job's document was last written (its object's LastModified); None when it is not there."""
+        try:
+            modified = self._call("head_object", Key=self.key(f"jobs/{job_id}.json")).get("LastModified")
+        except FileNotFoundError:
+            return None
+        return modified.timestamp() if modified is not None else None
+
     def remove_job(self, job_id: str) -> None:
         """Forget a job: its document and everything under jobs/<job>/ (images stay: they are shared)."""
         self._call("delete_object", Key=self.key(f"jobs/{job_id}.json"))
