@@ -425,7 +425,8 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None, guarded: bool)
     """`allowed_hosts` None: served beyond loopback (a container's interface; a port mapping changes
     the Host), else the Host names a request must carry. `guarded` (FARM_SERVE_TOKEN is set): every
     request must carry the token (the ?token= of the link once, then an HttpOnly cookie), pages too."""
-    return type("Handler", (ReportHandler,), {"state": state, "allowed_hosts": allowed_hosts, "guarded": guarded})
+    return type("Handler", (ReportHandler,), {"state": state, "allowed_hosts": allowed_hosts, "guarded": guarded,
+                                              "timeout": READ_TIMEOUT})  # as the module has it now
 
 
 def is_loopback(host: str) -> bool:
