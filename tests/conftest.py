@@ -49,3 +49,42 @@ def corpus():
     if not CORPUS.is_dir():
         pytest.skip("../shared/corpus is not present")
     return CORPUS
+
+
+# Tests marked slow here rather than in their files (make test-fast leaves them out; make test runs
+# them): each starts real processes (a local pool of spawned workers, a farm command, a notify
+# command) or takes many seconds. "file::test" -> why.
+SLOW_TESTS = {
+    "test_anim_tracks.py::test_vectorised_sampling_matches_the_per_key_reference": "15 s of per-key reference sampling",
+    "test_archive_args.py::test_inspect_lists_the_models_inside_and_its_example_command_works": "farm processes",
+    "test_archive_args.py::test_render_of_an_archive_explains_archive_entry_in_one_sentence": "farm processes",
+    "test_archive_args.py::test_a_mistyped_entry_gets_the_nearest_entries": "farm processes",
+    "test_bootstrap_marks.py::test_the_printed_bootstrap_approves_a_partly_textured_suite_and_the_marks_stay":
+        "farm runs on a local pool",
+    "test_budgets.py::test_a_frame_over_its_time_or_memory_budget_fails_alone": "worker processes over budget",
+    "test_budgets.py::test_memory_growing_in_small_steps_fails_each_frame_on_the_memory_budget": "worker processes",
+    "test_budgets.py::test_a_worker_stuck_where_no_signal_reaches_is_stopped_and_its_batch_fails": "a stuck worker",
+    "test_cli_quiet.py::test_run_and_status": "farm runs on a local pool",
+    "test_default_look.py::test_camera_auto_and_time_0_give_the_bytes_farm_render_wrote_before": "farm processes",
+    "test_default_look.py::test_several_times_keep_the_auto_camera_they_had": "farm processes",
+    "test_default_look.py::test_render_thumbnails_and_view_agree_on_the_default_time_and_camera": "a local pool",
+    "test_default_look.py::test_thumbnails_notice_the_camera_and_say_which_frames_are_blank": "a local pool",
+    "test_farm_assets.py::test_models_inside_map_archives_render_like_the_folder_form": "a local pool",
+    "test_farm_local.py::test_local_run_status_and_retry": "a local pool",
+    "test_farm_local.py::test_same_bytes_for_any_worker_count_and_alone": "local pools",
+    "test_farm_local.py::test_parent_never_loads_gl_and_children_split_the_cores": "a farm process and its pool",
+    "test_farm_local.py::test_a_process_that_dies_fails_only_its_own_batch": "a pool whose process dies",
+    "test_goldens_demo.py::test_farm_run_compares_a_manifest_that_has_goldens": "a farm run on a local pool",
+    "test_nightly_ux.py::test_a_notify_line_that_hangs_is_stopped_with_its_children": "a notify command's processes",
+    "test_output_paths.py::test_thumbnails_entry_names_that_are_not_utf8": "a local pool",
+    "test_output_paths.py::test_thumbnails_folder_names_too_long_or_odd": "a local pool",
+    "test_render_determinism.py::test_same_trace_in_five_fresh_processes_gives_identical_png_bytes": "five processes",
+    "test_serve_limits.py::test_slow_clients_hold_at_most_the_cap_of_threads_and_a_normal_request_is_answered":
+        "waits out slow clients",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
