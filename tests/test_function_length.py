@@ -12,7 +12,6 @@ from conftest import ROOT
 MAX_LINES = 80
 GENERATED: dict[str, str] = {}  # "path:function" -> the generator; none today
 PENDING = {  # "path:function" -> why it is not split yet
-    "farm/thumbs/run.py:make_thumbnails": "animated thumbnails are being added to it (issue 28)",
     "renderer/fx/draw.py:draw_effects": "FrameDraw is being threaded through the draw calls",
     "renderer/fx/events.py:draw_events": "FrameDraw is being threaded through the draw calls",
 }

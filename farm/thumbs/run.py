@@ -229,27 +229,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     try:
         state.load()
         summary.models = len(found)
-        todo: list[Batch] = []
-        fps: dict[str, str] = {}
-        seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
-        for f in found:
-            assets = asset_roots_for(f, root_folders, extra_assets)
-            fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
-            try:
-                digest = model_digest(str(f.path))
-            except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
-                error = str(e) if isinstance(e, FormatError) else f"{f.path}: cannot read: {e.strerror or e}"
-                state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None})
-                summary.rendered.append(f.id)
-                continue
-            rec = state.records.get(f.id)
-            if (not force and rec and rec.get("status") == "done" and rec.get("sha256") == digest
-                    and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()
-                    and (not rec.get("animation") or (out / rec["animation"]).is_file())
-                    and inputs_unchanged(rec.get("inputs") or {}, seen)):
-                summary.skipped += 1
-                continue
-            todo.append(_batch(f, digest, opts, assets))
+        todo, fps = _plan(found, out, opts, state, summary, force, root_folders, extra_assets)
         # Sheet by sheet (a sheet is drawn as soon as its models are done), largest files first
         # within a sheet (the last models to finish are small ones: less idle time at the end).
         sizes = {f.id: f.size for f in found}
@@ -266,16 +246,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
         except BaseException:
             sheets.close()
             raise
-        doc = {"format": FORMAT, "options": {"size": int(opts.size), "sequence": opts.sequence, "time": opts.time,
-                                             "camera": opts.render.camera, "format": opts.format,
-                                             "team": opts.render.team, "msaa": opts.render.msaa,
-                                             "missing_textures": opts.render.missing_textures,
-                                             "sheet": int(opts.sheet),
-                                             "roots": [str(r) for r in root_folders],
-                                             "assets": [str(a) for a in extra_assets], **_animation_options(opts)},
-               "counts": {"models": len(entries), "done": sum(e["status"] == "done" for e in entries),
-                          "failed": sum(e["status"] != "done" for e in entries)},
-               "sheets": sorted(state.sheets), "models": entries}
+        doc = _index_doc(opts, root_folders, extra_assets, entries, state)
         labels = root_labels([r.parent if r.is_file() else r for r in root_folders])
         write_index(out, doc, state.tmp, title="Thumbnails: " + ", ".join(labels))
         state.compact([f.id for f in found])
@@ -287,6 +258,49 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
         state.unlock()
     summary.seconds = time.monotonic() - t0
     return summary
+
+
+def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summary, force: bool,
+          root_folders: list[Path], extra_assets: list[Path]) -> tuple[list[Batch], dict[str, str]]:
+    """The batches of the models to render (not skipped as up to date; a model that cannot be read
+    is recorded failed here) and every model's options fingerprint."""
+    todo: list[Batch] = []
+    fps: dict[str, str] = {}
+    seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
+    for f in found:
+        assets = asset_roots_for(f, root_folders, extra_assets)
+        fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
+        try:
+            digest = model_digest(str(f.path))
+        except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
+            error = str(e) if isinstance(e, FormatError) else f"{f.path}: cannot read: {e.strerror or e}"
+            state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None})
+            summary.rendered.append(f.id)
+            continue
+        rec = state.records.get(f.id)
+        if (not force and rec and rec.get("status") == "done" and rec.get("sha256") == digest
+                and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()
+                and (not rec.get("animation") or (out / rec["animation"]).is_file())
+                and inputs_unchanged(rec.get("inputs") or {}, seen)):
+            summary.skipped += 1
+            continue
+        todo.append(_batch(f, digest, opts, assets))
+    return todo, fps
+
+
+def _index_doc(opts: ThumbnailOptions, root_folders: list[Path], extra_assets: list[Path], entries: list[dict],
+               state: State) -> dict:
+    """index.json: the options, the counts, the sheets and every model's entry."""
+    return {"format": FORMAT, "options": {"size": int(opts.size), "sequence": opts.sequence, "time": opts.time,
+                                          "camera": opts.render.camera, "format": opts.format,
+                                          "team": opts.render.team, "msaa": opts.render.msaa,
+                                          "missing_textures": opts.render.missing_textures,
+                                          "sheet": int(opts.sheet),
+                                          "roots": [str(r) for r in root_folders],
+                                          "assets": [str(a) for a in extra_assets], **_animation_options(opts)},
+            "counts": {"models": len(entries), "done": sum(e["status"] == "done" for e in entries),
+                       "failed": sum(e["status"] != "done" for e in entries)},
+            "sheets": sorted(state.sheets), "models": entries}
 
 
 def _into_store(url: str, make) -> Summary:
