@@ -13,7 +13,6 @@ MAX_LINES = 80
 GENERATED: dict[str, str] = {}  # "path:function" -> the generator; none today
 PENDING = {  # "path:function" -> why it is not split yet
     "renderer/fx/draw.py:draw_effects": "FrameDraw is being threaded through the draw calls",
-    "renderer/fx/events.py:draw_events": "FrameDraw is being threaded through the draw calls",
 }
 
 

@@ -34,6 +34,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from renderer import blending
+from renderer.fx.ribbons import VERTEX_FLOATS
 from renderer.model import Texture
 
 __all__ = ["KINDS", "TABLES", "EventTables", "fired_events", "parse_slk", "resolve_events", "split_name"]
@@ -208,7 +209,6 @@ def draw_events(gpu, pose, draw, res) -> dict:
     renderer.scene.FrameDraw with its `effects` programs); `res` is the model's EffectResources
     (textures, spawned models). Returns counts."""
     from renderer.fx.draw import PlacedCamera, child_seed, draw_effects  # the effects pass, for spawned models
-    from renderer.fx.ribbons import VERTEX_FLOATS
     from renderer.scene import draw_model
 
     model = gpu.model
@@ -261,21 +261,9 @@ def draw_events(gpu, pose, draw, res) -> dict:
                 if csim is not None:
                     draw_effects(csim, child, local, dataclasses.replace(draw, camera=placed), depth=1)
         elif ev.kind in ("splat", "ubersplat"):
-            look = _alpha_ramp(row, ev.kind, ev.age_ms / 1000.0)
-            if look is None:
-                continue
-            rgb, alpha = look
-            half = _num(row, "Scale", 50.0)
-            x0, x1, y0, y1 = at[0] - half, at[0] + half, at[1] - half, at[1] + half
-            verts = np.zeros((4, VERTEX_FLOATS), np.float32)
-            verts[:, 0:3] = [(x0, y0, 0.0), (x0, y1, 0.0), (x1, y0, 0.0), (x1, y1, 0.0)]
-            verts[:, 3:6] = rgb
-            verts[:, 6] = alpha
-            verts[:, 7] = [0.0, 0.0, 1.0, 1.0]
-            verts[:, 8] = [0.0, 1.0, 0.0, 1.0]
-            tex = res._load(("event", ev.index), Texture(path=_target(ev.kind, row)), where)
-            mode = BLEND_TO_FILTER.get(int(_num(row, "BlendMode", 0.0)), 2)
-            splats.append((verts, tex, blending.layer_state(mode)))
+            splat = _splat(ev, row, at, res, where)
+            if splat is not None:
+                splats.append(splat)
         # SND: nothing to draw
     if splats:
         programs.upload_ribbons(np.concatenate([v for v, _, _ in splats]))
@@ -285,3 +273,23 @@ def draw_events(gpu, pose, draw, res) -> dict:
             stats["splats"] += 1
         programs.end()
     return stats
+
+
+def _splat(ev, row, at, res, where: str):
+    """A splat's quad on the ground under `at` at the event's age: (vertices, texture, GL state), or
+    None once its alpha ramp has ended."""
+    look = _alpha_ramp(row, ev.kind, ev.age_ms / 1000.0)
+    if look is None:
+        return None
+    rgb, alpha = look
+    half = _num(row, "Scale", 50.0)
+    x0, x1, y0, y1 = at[0] - half, at[0] + half, at[1] - half, at[1] + half
+    verts = np.zeros((4, VERTEX_FLOATS), np.float32)
+    verts[:, 0:3] = [(x0, y0, 0.0), (x0, y1, 0.0), (x1, y0, 0.0), (x1, y1, 0.0)]
+    verts[:, 3:6] = rgb
+    verts[:, 6] = alpha
+    verts[:, 7] = [0.0, 0.0, 1.0, 1.0]
+    verts[:, 8] = [0.0, 1.0, 0.0, 1.0]
+    tex = res._load(("event", ev.index), Texture(path=_target(ev.kind, row)), where)
+    mode = BLEND_TO_FILTER.get(int(_num(row, "BlendMode", 0.0)), 2)
+    return verts, tex, blending.layer_state(mode)
