@@ -11,9 +11,7 @@ from conftest import ROOT
 
 MAX_LINES = 80
 GENERATED: dict[str, str] = {}  # "path:function" -> the generator; none today
-PENDING = {  # "path:function" -> why it is not split yet
-    "renderer/fx/draw.py:draw_effects": "FrameDraw is being threaded through the draw calls",
-}
+PENDING: dict[str, str] = {}  # "path:function" -> why it is not split yet; none today
 
 
 def long_functions() -> dict[str, int]:

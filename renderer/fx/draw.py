@@ -203,21 +203,29 @@ def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
     are drawn but their emitters are not simulated, which bounds the work), their own particles and
     ribbons: each child's effects are simulated at its age with `child_seed`, in its own model space,
     and drawn through its instance matrix."""
-    # GL side: imported when a frame is drawn (`import renderer` stays light)
-    from renderer.scene import draw_model, layer_texture, texture_slot
-
     stats = {"particles": 0, "ribbon_edges": 0, "children": 0, "draws": 0, "emitters": 0, "child_particles": 0}
     if sim is None:
         return stats
     res = EffectResources.of(gpu, draw.spec)
-    model = gpu.model
-    camera, programs = draw.camera, draw.effects
-    view = camera.view()
-    projection = camera.projection(draw.aspect)
+    view = draw.camera.view()
     shaded = shade_factor(draw.lighting)
-    t = sim.t_ms
-
     # 1. PREM child model instances.
+    _draw_children(sim, res, draw, depth, stats)
+    # 2. Particles and ribbons, by priority plane.
+    items = []  # (plane, order, kind, payload)
+    instances = _particle_items(sim, res, view, shaded, items, stats)
+    strips = _ribbon_items(sim, gpu, pose, res, shaded, items, stats)
+    if items:
+        _submit(draw.effects, items, instances, strips, view, draw.camera.projection(draw.aspect), stats)
+    return stats
+
+
+def _draw_children(sim, res, draw, depth: int, stats: dict) -> None:
+    """Each PREM child model instance at its age, and (at depth 0) its own effects."""
+    # GL side: imported when a frame is drawn (`import renderer` stays light)
+    from renderer.scene import draw_model
+
+    camera, view, t = draw.camera, draw.camera.view(), sim.t_ms
     for e in sim.prem:
         if not e.spec.model or len(e.particles) == 0:
             continue
@@ -242,9 +250,10 @@ def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
                     stats["child_particles"] += cstats["particles"] + cstats["ribbon_edges"]
                     stats["draws"] += cstats["draws"]
 
-    # 2. Particles and ribbons, by priority plane.
-    items = []  # (plane, order, kind, payload)
-    instances, at = [], 0
+
+def _particle_items(sim, res, view, shaded: float, items: list, stats: dict) -> list:
+    """The particle draws (PREM quads, PRE2 per filter mode) appended to `items`; their instance arrays."""
+    instances, at, t = [], 0, sim.t_ms
     for e in sim.prem:
         if e.spec.model or len(e.particles) == 0:
             continue
@@ -267,6 +276,15 @@ def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
                           (at, len(chunk), tex, blending.particle_state(int(mode)), shade)))
             at += len(chunk)
         stats["emitters"] += 1
+    return instances
+
+
+def _ribbon_items(sim, gpu, pose, res, shaded: float, items: list, stats: dict) -> list:
+    """The ribbon draws (each with its material's first layer) appended to `items`; their vertex strips."""
+    # GL side: imported when a frame is drawn (`import renderer` stays light)
+    from renderer.scene import layer_texture, texture_slot
+
+    model = gpu.model
     strips, vat = [], 0
     cols = sim.fx.ribbon_table.columns
     for r in sim.ribbons:
@@ -295,8 +313,11 @@ def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
                        None if not flags & blending.NO_DEPTH_SET else False)))
         vat += len(verts)
         stats["ribbon_edges"] += len(verts) // 2
-    if not items:
-        return stats
+    return strips
+
+
+def _submit(programs, items: list, instances: list, strips: list, view, projection, stats: dict) -> None:
+    """Upload the instances and strips, then draw `items` by priority plane (then in planned order)."""
     if instances:
         programs.upload_instances(np.concatenate(instances))
     if strips:
@@ -314,4 +335,3 @@ def draw_effects(sim, gpu, pose, draw, depth: int = 0) -> dict:
             programs.draw_ribbon(*args)
     programs.end()
     stats["draws"] += programs.draw_calls - before
-    return stats
