@@ -130,7 +130,7 @@ def test_plans_are_capped_before_they_are_built(models, monkeypatch):
         load_manifest(huge)
     monkeypatch.setenv("FARM_MAX_FRAMES", "many")
     with pytest.raises(ValueError, match="FARM_MAX_FRAMES must be an integer"):
-        expand_manifest(load_manifest(models / "job.toml"))
+        expand_manifest(load_manifest(m))  # its own manifest: job.toml is another test's (a slow one)
 
 
 @pytest.mark.parametrize("args, words", [
