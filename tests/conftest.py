@@ -81,6 +81,15 @@ SLOW_TESTS = {
     "test_render_determinism.py::test_same_trace_in_five_fresh_processes_gives_identical_png_bytes": "five processes",
     "test_serve_limits.py::test_slow_clients_hold_at_most_the_cap_of_threads_and_a_normal_request_is_answered":
         "waits out slow clients",
+    "test_farm_assets.py::test_an_archive_without_a_listfile_is_named_and_read_with_one": "local pools",
+    "test_farm_assets.py::test_a_frame_with_placeholders_is_reported_and_not_approved_by_accident": "a local pool",
+    "test_farm_assets.py::test_thumbnails_list_the_models_inside_map_archives": "a local pool",
+    "test_farm_assets.py::test_editing_a_texture_renders_its_thumbnails_again": "local pools",
+    "test_thumbnails.py::test_incremental_runs": "local pools",
+    "test_thumbnails.py::test_a_model_that_kills_its_worker_gets_a_placeholder": "a pool whose process dies",
+    "test_thumbnails.py::test_sheets_drawn_during_the_run_equal_sheets_drawn_from_the_final_index": "a local pool",
+    "test_thumbnails.py::test_a_killed_run_resumes_where_it_stopped": "a farm process, killed",
+    "test_cli_errors.py::test_status_answers_on_a_read_only_store": "a farm process in a read-only mount",
 }
 
 
