@@ -249,3 +249,15 @@ def test_a_parent_chain_deeper_than_max_depth_is_cut_into_roots_with_a_note():
     for d, (plain, parents, flagged, _) in enumerate(sk.levels):
         assert plain.tolist() == np.flatnonzero(sk.depth == d).tolist() and not len(flagged)
         assert parents.tolist() == sk.parents[plain].tolist()
+
+
+def test_a_ribbon_with_a_huge_emission_rate_keeps_at_most_max_edges():
+    """Fuzz case 67879 of seed 1003: emission rate 3.4e38 sized an 85-million-edge trail (23 GiB)."""
+    from renderer.fx.trail import MAX_EDGES, Trail
+
+    trail = Trail(lifespan_s=60.0, rate=3.4e38)
+    for step in range(5):
+        trail.advance(step * 20.0, (0, 0, 1), (0, 0, -1), (1, 1, 1), 1.0)
+        assert trail.hi - trail.lo <= MAX_EDGES
+    assert trail.hi - trail.lo == MAX_EDGES and len(trail._birth) <= 2 * MAX_EDGES
+    assert trail._birth[trail.hi - 1] == 80.0  # the newest edges are kept

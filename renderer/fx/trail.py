@@ -45,6 +45,9 @@ ACCUMULATOR_CLAMP = 2.0
 BURST_WINDOW_MS = 20.0  # at least renderer.fx.STEP_MS (tests pin it), so stepped advances never clamp
 
 
+MAX_EDGES = 100_000  # live edges of one trail (as pre2.MAX_LIVE bounds particles); real ribbons have hundreds
+
+
 def burst_cap(rate: float, dt_ms: float) -> int:
     """The most edges one advance of `dt_ms` may emit at `rate` per second: what the rate owes over
     min(dt, BURST_WINDOW_MS) plus ACCUMULATOR_CLAMP, so a steady rate is never cut and a jump in
@@ -152,8 +155,11 @@ class Trail:
             self.accumulator = min(self.accumulator + self.rate * dt_ms, cap)
             n = int(self.accumulator // 1000.0)
             self.accumulator -= n * 1000.0
+        n = min(n, MAX_EDGES)  # a hostile emission rate (3.4e38 per second) must not size an array
         if n <= 0:
             return 0
+        if self.hi - self.lo + n > MAX_EDGES:  # the oldest edges give way
+            self.lo = self.hi + n - MAX_EDGES
         rows = self._append(n)
         self._above[rows] = np.asarray(above, np.float64)
         self._below[rows] = np.asarray(below, np.float64)
