@@ -90,6 +90,8 @@ SLOW_TESTS = {
     "test_thumbnails.py::test_sheets_drawn_during_the_run_equal_sheets_drawn_from_the_final_index": "a local pool",
     "test_thumbnails.py::test_a_killed_run_resumes_where_it_stopped": "a farm process, killed",
     "test_cli_errors.py::test_status_answers_on_a_read_only_store": "a farm process in a read-only mount",
+    "test_thumbnails_animated.py::test_animated_thumbnails_are_incremental_and_go_when_not_asked": "local pools",
+    "test_thumbnails_animated.py::test_index_html_plays_the_animation_while_the_pointer_is_over_the_tile": "Chromium",
 }
 
 
