@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "bench"))
 
-from viewer import VIEWER_STEP_MS, build, camera_job, page_url, served  # noqa: E402
+from viewer import VIEWER_STEP_MS, camera_job, page_url, ready_bundle, served  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parent / "fidelity_harness.ts"
 
@@ -149,13 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     from farm.compare.ssim import ssim
     from renderer.formats import load_model
 
-    why = chromium.available()
-    if why:
-        print(f"cannot run: {why}", file=sys.stderr)
-        return 2
-    bundle = build(args.build_from, args.scratch, HARNESS, "harness.js") if args.build_from else args.bundle
-    if bundle is None or not Path(bundle).is_file():
-        print("give --build-from SRC (or --bundle harness.js)", file=sys.stderr)
+    bundle = ready_bundle(args, HARNESS, "harness.js")
+    if bundle is None:
         return 2
     models = args.models or sorted((ROOT / "goldens" / "models").glob("*.mdx"))
     results = []

@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "bench"))
 
-from viewer import VIEWER_STEP_MS, build, camera_job, page_url, served  # noqa: E402
+from viewer import VIEWER_STEP_MS, camera_job, page_url, ready_bundle, served  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parent / "peer_harness.ts"
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -227,15 +227,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from renderer.frame import Renderer
 
-    why = chromium.available()
-    if why:
-        print(f"cannot run: {why}", file=sys.stderr)
+    bundle = ready_bundle(args, HARNESS, "peer.js")
+    if bundle is None:
         return 2
-    bundle = build(args.build_from, args.scratch, HARNESS, "peer.js") if args.build_from else args.bundle
-    if bundle is None or not Path(bundle).is_file():
-        print("give --build-from SRC (or --bundle peer.js)", file=sys.stderr)
-        return 2
-    args.bundle_path = Path(bundle).resolve()
+    args.bundle_path = bundle.resolve()
     with tempfile.TemporaryDirectory(prefix="modelfarm-peer-") as tmp:
         models = [Path(m).resolve() for m in args.models] or default_models(args.corpus, Path(tmp))
         print(HEADER)

@@ -22,6 +22,7 @@ import json
 import shutil
 import struct
 import subprocess
+import sys
 import threading
 import urllib.parse
 from pathlib import Path
@@ -57,6 +58,23 @@ def build(source: Path, scratch: Path, entry: Path, out_name: str) -> Path:
     subprocess.run([str(scratch / "node_modules" / ".bin" / "esbuild"), entry.name, "--bundle", "--format=iife",
                     f"--outfile={out.name}"], cwd=scratch, check=True)
     return out
+
+
+def ready_bundle(args, entry: Path, out_name: str) -> Path | None:
+    """The bundle a bench drives: built from `args.build_from` into `args.scratch` (`build`), else the
+    one `args.bundle` names. None, with the reason on stderr, when headless Chromium cannot run or no
+    bundle is given (the bench then exits with 2)."""
+    import browser as chromium  # tests/browser.py: the caller puts tests/ on sys.path
+
+    why = chromium.available()
+    if why:
+        print(f"cannot run: {why}", file=sys.stderr)
+        return None
+    bundle = build(args.build_from, args.scratch, entry, out_name) if args.build_from else args.bundle
+    if bundle is None or not Path(bundle).is_file():
+        print(f"give --build-from SRC (or --bundle {out_name})", file=sys.stderr)
+        return None
+    return Path(bundle)
 
 
 TEAM_PATHS = {"ReplaceableTextures/TeamColor/TeamColor": 1, "ReplaceableTextures/TeamGlow/TeamGlow": 2}
