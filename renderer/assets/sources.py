@@ -70,6 +70,11 @@ def nearest_models(archive: str | os.PathLike, entry: str, n: int = NEAREST, lis
         sources = list_models(archive, listfile=listfile)
     except MpqError:
         return []
+    return _nearest(archive, entry, sources, n)
+
+
+def _nearest(archive: str | os.PathLike, entry: str, sources: list[str], n: int = NEAREST) -> list[str]:
+    """`nearest_models` among `sources` (the archive's models, as `list_models` gives them)."""
     prefix = len(os.fspath(archive)) + 1
     want = entry_name(entry).replace("\\", "/").lower()
     by_name = "/" not in want
@@ -84,13 +89,12 @@ def nearest_models(archive: str | os.PathLike, entry: str, n: int = NEAREST, lis
 
 def _no_entry_hint(archive, entry: str, listfile=None) -> str:
     """What follows "no such entry": the nearest model entries, else the first few models held."""
-    near = nearest_models(archive, entry, listfile=listfile)
-    if near:
-        return f"; the nearest: {', '.join(near)}"
     try:
-        return f"; {_holds(list_models(archive, listfile=listfile))}"
+        models = list_models(archive, listfile=listfile)  # once: the nearest are chosen from these
     except MpqError:
         return ""
+    near = _nearest(archive, entry, models)
+    return f"; the nearest: {', '.join(near)}" if near else f"; {_holds(models)}"
 
 
 def _holds(models: list[str], limit: int = NEAREST) -> str:
