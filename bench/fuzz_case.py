@@ -107,11 +107,11 @@ def exercise_model(model, rng: random.Random, renderer) -> None:
     n = len(model.sequences)
     times = [0, rng.randrange(10_000), 3_600_000, 10**12, MAX_TIME_MS]
     # A pose is linear in the nodes: a model with a 100k-node chain gets 3 poses, not 15, to stay in time.
-    poses = times if len(model.nodes()) <= BIG_MODEL_NODES else times[::2]
+    big = len(model.nodes()) > BIG_MODEL_NODES
     for seq in sorted({0, n - 1} if n else {None}) + ([None] if n else []):
-        for t in poses:
+        for t in times[::2] if big else times:
             animator.pose(seq, t)
-        if len(model.nodes()) > BIG_MODEL_NODES:
+        if big:
             break
     if renderer is None:
         return
