@@ -22,7 +22,7 @@ from __future__ import annotations
 from renderer.camera import AUTO_CAMERA, FIT_CAMERA
 
 __all__ = ["CAMERA_HELP", "DEFAULT_CAMERA", "MAX_LISTED_SEQUENCES", "blank_warning", "default_time", "frame_camera",
-           "frame_defaults"]
+           "frame_defaults", "sequence_length"]
 
 DEFAULT_CAMERA = FIT_CAMERA
 CAMERA_HELP = ("fit (the default for one frame: frames what it draws) | auto (the model's declared extent: the"
@@ -30,12 +30,19 @@ CAMERA_HELP = ("fit (the default for one frame: frames what it draws) | auto (th
 MAX_LISTED_SEQUENCES = 8  # a blank-frame warning lists the model's sequences when it has at most this many
 
 
-def default_time(model, seq: int | None) -> int:
-    """The middle of the sequence, in ms from its start (0 without a sequence)."""
+def sequence_length(model, seq: int | None) -> int:
+    """How long sequence `seq` of `model` lasts, in whole ms (0 without a sequence, or for an interval
+    that ends before it starts): what the default time, `--every`, the view's scrubbing and the
+    animation frames are measured on."""
     if seq is None:
         return 0
     start, end = model.sequences[seq].interval
-    return max(int(end) - int(start), 0) // 2
+    return max(int(end) - int(start), 0)
+
+
+def default_time(model, seq: int | None) -> int:
+    """The middle of the sequence, in ms from its start (0 without a sequence)."""
+    return sequence_length(model, seq) // 2
 
 
 def frame_defaults(model, seq: int | None, time_ms: int | None = None, camera: str | None = None,
@@ -65,7 +72,7 @@ def blank_warning(name: str, model, seq: int | None, time_ms: int, reason: str, 
     if time_ms != middle:
         time_hint = f"--time {middle} (the middle of {seq_name!r})"
     else:
-        time_hint = f"another --time (0..{_length(model, seq)} ms of {seq_name!r})"
+        time_hint = f"another --time (0..{sequence_length(model, seq)} ms of {seq_name!r})"
     others = [str(s.name) for i, s in enumerate(model.sequences) if i != seq]
     if not others:
         seq_hint = ""
@@ -75,8 +82,3 @@ def blank_warning(name: str, model, seq: int | None, time_ms: int, reason: str, 
         seq_hint = f" or another --sequence ({len(model.sequences)} sequences: {inspect} lists them)"
     return (f"{name}: the frame at {time_ms} ms of sequence {seq} {seq_name!r} is blank ({reason}): nothing is drawn"
             f" then; try {time_hint}{seq_hint}")
-
-
-def _length(model, seq: int) -> int:
-    start, end = model.sequences[seq].interval
-    return max(int(end) - int(start), 0)

@@ -20,7 +20,7 @@ from farm.images import (
     encode_image,
     frame_durations,
 )
-from farm.look import CAMERA_HELP, blank_warning, frame_defaults
+from farm.look import CAMERA_HELP, blank_warning, frame_defaults, sequence_length
 from farm.plan.batches import max_frames
 from farm.settings import (
     RenderSettings,
@@ -173,8 +173,7 @@ def _times(args, model, seq, time_ms: int) -> list[int]:
             raise UsageError(f"--every must be a whole number of ms >= 1, not {args.every}")
         if seq is None:
             raise UsageError(f"{args.model}: --every needs a sequence, and the model has none")
-        start, end = model.sequences[seq].interval
-        length = max(end - start, 0)
+        length = sequence_length(model, seq)
         count = length // args.every + 1
         if count > max_frames():
             raise UsageError(f"--every {args.every} over a sequence of {length} ms is {count:,} frames, more than"

@@ -29,7 +29,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from farm.images import IMAGE_FORMATS, animation_sidecar, blank_reason, encode_animation, encode_image, frame_durations
-from farm.look import blank_warning, default_time
+from farm.look import blank_warning, default_time, sequence_length
 from farm.plan.batches import Batch
 from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict, missing_names
 from renderer.anim import UnknownSequence, find_sequence
@@ -50,11 +50,8 @@ def animation_keys(model_id: str, n: int) -> list[str]:
 def animation_times(model, seq: int | None, n: int) -> list[int]:
     """N ms evenly over the sequence, from its start, the last one a step before its end (the loop
     goes back to the start); none when there is no sequence or it lasts 0 ms."""
-    if seq is None or n < 1:
-        return []
-    start, end = model.sequences[seq].interval
-    length = max(int(end) - int(start), 0)
-    return [i * length // n for i in range(n)] if length else []
+    length = sequence_length(model, seq)
+    return [i * length // n for i in range(n)] if length else []  # n < 1: range(n) is empty
 
 
 @dataclass

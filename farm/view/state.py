@@ -30,7 +30,7 @@ import shlex
 from dataclasses import dataclass, field, replace
 
 from farm.environment import default_game
-from farm.look import DEFAULT_CAMERA, default_time, frame_camera
+from farm.look import DEFAULT_CAMERA, default_time, frame_camera, sequence_length
 from farm.settings import MAX_TEAM, RenderSettings, containing_root
 from renderer.camera import AUTO_FOV_DEG, resolve_camera
 from renderer.frame import FrameSpec
@@ -71,7 +71,7 @@ class ViewState:
         """The state of a new window on `model`: `render`'s settings (default: RenderSettings's) at
         `width` x `height`, the default look's time and camera."""
         names = tuple(str(s.name) for s in model.sequences)
-        lengths = tuple(max(int(s.interval[1]) - int(s.interval[0]), 0) for s in model.sequences)
+        lengths = tuple(sequence_length(model, i) for i in range(len(model.sequences)))
         seq = 0 if names else None
         render = (render or RenderSettings()).replace(width=width, height=height)
         state = cls(model=str(path), sequences=names, lengths=lengths, render=render,
