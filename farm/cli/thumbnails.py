@@ -6,7 +6,6 @@ import sys
 
 from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
 from farm.look import CAMERA_HELP
-from farm.settings import SettingError
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.run import THUMBNAIL_RENDER
 from farm.thumbs.state import StateLocked
@@ -21,12 +20,9 @@ EXAMPLES = {"thumbnails": ["farm thumbnails assets/war3 assets/halo -o thumbs-ou
 def cmd_thumbnails(args) -> int:
     """Thumbnails of every model under the roots (farm.thumbs); exit 0 even when some models fail
     (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
-    try:
-        render = THUMBNAIL_RENDER.replace(team=args.team, msaa=args.msaa, missing_textures=args.missing_textures,
-                                          game=tuple(args.game), camera=args.camera)
-    except SettingError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    # a bad setting (--camera a|b) is a SettingError: the CLI's error guard (farm.cli._run) says it, exit 2
+    render = THUMBNAIL_RENDER.replace(team=args.team, msaa=args.msaa, missing_textures=args.missing_textures,
+                                      game=tuple(args.game), camera=args.camera)
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
                             animated=args.animated, frames=args.frames,
                             sheet=args.sheet, assets=tuple(args.assets), render=render)
