@@ -72,3 +72,14 @@ def render(path: Path, size=64, camera=FRONT_CAMERA, background="#4080c0", **kw)
 def layer(mode, texture=0, flags=0x1, coord=0, alpha=1.0) -> Material:
     return Material(layers=[Layer(filter_mode=mode, texture_id=texture, shading_flags=flags, coord_id=coord,
                                   alpha=alpha)])
+
+
+def touches_border(mask) -> bool:
+    """Whether any pixel of the mask's outermost rows or columns is set (the drawing spills out)."""
+    return bool(mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any())
+
+
+def box_fraction(mask) -> float:
+    """Width or height of the set pixels' box, the larger, over the (square) frame's side."""
+    ys, xs = np.nonzero(mask)
+    return max(xs.max() - xs.min() + 1, ys.max() - ys.min() + 1) / mask.shape[0]

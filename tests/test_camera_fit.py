@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from render_util import renderer
+from render_util import box_fraction, renderer, touches_border
 
 from renderer.camera import FIT_RULE
 from renderer.frame import FrameSpec
@@ -26,16 +26,6 @@ def frame(model, camera, **kw):
 def drawn(rgba) -> np.ndarray:
     """Pixels that differ from the black background."""
     return np.any(rgba[..., :3] > 8, axis=-1)
-
-
-def touches_border(mask) -> bool:
-    return bool(mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any())
-
-
-def box_fraction(mask) -> float:
-    """Width or height of the drawn pixels' box, the larger, over the frame size."""
-    ys, xs = np.nonzero(mask)
-    return max(xs.max() - xs.min() + 1, ys.max() - ys.min() + 1) / SIZE
 
 
 def test_a_declared_extent_smaller_than_the_model_clips_auto_but_not_fit():

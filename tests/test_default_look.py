@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import ROOT
+from render_util import box_fraction, touches_border
 
 from farm.look import blank_warning, default_time
 from farm.settings import RenderSettings, containing_root
@@ -31,15 +32,6 @@ def farm(*args) -> subprocess.CompletedProcess:
 
 def drawn(rgba) -> np.ndarray:
     return rgba[..., 3] > 0
-
-
-def touches_border(mask) -> bool:
-    return bool(mask[0].any() or mask[-1].any() or mask[:, 0].any() or mask[:, -1].any())
-
-
-def box_fraction(mask) -> float:
-    ys, xs = np.nonzero(mask)
-    return max(xs.max() - xs.min() + 1, ys.max() - ys.min() + 1) / mask.shape[0]
 
 
 @pytest.fixture(scope="module")
