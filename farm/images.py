@@ -21,8 +21,8 @@ from PIL import Image, ImageSequence
 from renderer.png import TRACE_KEY, png_bytes, read_png
 
 __all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "animation_sidecar", "as_rgba",
-           "blank_reason", "encode_animation", "encode_image", "frame_durations", "image_digest", "png_bytes",
-           "png_pixel_digest", "read_animation", "read_png"]
+           "blank_reason", "encode_animation", "encode_image", "frame_durations", "image_digest", "image_sidecar",
+           "png_bytes", "png_pixel_digest", "read_animation", "read_png"]
 
 IMAGE_FORMATS = ("png", "webp")  # what encode_image writes; also the extensions `farm render -o` takes
 ANIMATION_FORMATS = ("webp", "png", "gif")  # what encode_animation writes: WebP and APNG lossless, GIF lossy
@@ -87,6 +87,14 @@ def encode_image(rgba, trace: dict, fmt: str) -> bytes:
     raise ValueError(f"image format must be one of {', '.join(IMAGE_FORMATS)}, not {fmt!r}")
 
 
+def image_sidecar(trace: dict, diagnostics: list[dict], diagnostic_count: int | None = None) -> dict:
+    """The JSON kept next to an image that carries no trace of its own (``x.webp.json``: `farm render
+    -o x.webp`, `farm thumbnails --format webp`; each frame of `animation_sidecar`): its trace and
+    diagnostics, and how many there were (`diagnostic_count`, when `diagnostics` is a shortened list)."""
+    return {"trace": trace, "diagnostics": diagnostics,
+            "diagnostic_count": len(diagnostics) if diagnostic_count is None else diagnostic_count}
+
+
 def frame_durations(times: list[int], fps: float | None = None) -> list[int]:
     """How long each frame shows, in whole ms: with `fps`, 1000/fps each (rounded so that they add up
     to the exact total); else the gap to the next timestamp, the last frame keeping the gap before it
@@ -122,8 +130,7 @@ def animation_sidecar(fmt: str, times: list[int], durations: list[int], traces: 
     """The JSON kept next to an animation (``x.webp.json``): every frame rendered, in order, with its
     time, duration, renderer trace and diagnostics (the image itself may have merged identical ones)."""
     return {"format": fmt, "lossless": fmt != "gif", "loop": 0,
-            "frames": [{"time_ms": t, "duration_ms": d, "trace": trace, "diagnostics": diags,
-                        "diagnostic_count": len(diags)}
+            "frames": [{"time_ms": t, "duration_ms": d, **image_sidecar(trace, diags)}
                        for t, d, trace, diags in zip(times, durations, traces, diagnostics, strict=True)]}
 
 

@@ -19,6 +19,7 @@ from farm.images import (
     encode_animation,
     encode_image,
     frame_durations,
+    image_sidecar,
 )
 from farm.look import CAMERA_HELP, blank_warning, frame_defaults, sequence_length
 from farm.plan.batches import max_frames
@@ -212,9 +213,8 @@ def _write_frame(dest: Path, fmt: str, frame) -> None:
     go in a sidecar, DEST.json, as `farm thumbnails --format webp` keeps them."""
     atomic_write(dest, encode_image(frame.rgba, frame.trace, fmt))
     if fmt != "png":
-        diagnostics = [d.as_dict() for d in frame.diagnostics]
-        atomic_write_json(dest.with_name(dest.name + ".json"), {"trace": frame.trace, "diagnostics": diagnostics,
-                                                                "diagnostic_count": len(diagnostics)})
+        atomic_write_json(dest.with_name(dest.name + ".json"),
+                          image_sidecar(frame.trace, [d.as_dict() for d in frame.diagnostics]))
 
 
 def _write_animation(dest: Path, fmt: str, frames: list, times: list[int], fps: float | None) -> None:

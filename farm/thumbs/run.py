@@ -33,6 +33,7 @@ from pathlib import Path
 
 from farm.environment import broker_url
 from farm.files import atomic_write, atomic_write_json
+from farm.images import image_sidecar
 from farm.look import DEFAULT_CAMERA
 from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
@@ -354,8 +355,8 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
             sidecar = None
             if opts.format != "png":
                 sidecar = thumb + ".json"
-                atomic_write_json(out / sidecar, {"trace": trace, "diagnostics": info.get("diagnostics", []),
-                                                  "diagnostic_count": info.get("diagnostic_count", 0)}, state.tmp)
+                atomic_write_json(out / sidecar, image_sidecar(trace, info.get("diagnostics", []),
+                                                               info.get("diagnostic_count", 0)), state.tmp)
             camera = trace.get("camera") if isinstance(trace.get("camera"), dict) else {}
             rec.update(status="done", error=None, thumbnail=thumb, sidecar=sidecar, image_sha256=digest,
                        camera_source=camera.get("source"))
