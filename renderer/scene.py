@@ -59,7 +59,6 @@ class ModelGPU:
         from renderer.texture_set import load_textures
 
         self.model = model
-        self.texture_settings = textures
         self.animator = Animator(model)
         self.diagnostics: list[Diagnostic] = [Diagnostic("animation", None, note) for note in self.animator.notes]
         self.geosets: list[GeosetBuffers | None] = []
