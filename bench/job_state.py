@@ -1,6 +1,6 @@
 """Bytes the coordinator writes for a job's state, for a job of ~16,000 cheap frames (issue 23, item 10).
 
-    .venv/bin/python bench/job_state.py [--copies 8] [--every 5] [--fps 300] [--batch-frames 0]
+    .venv/bin/python bench/job_state.py [--copies 8] [--every 5] [--fps 300]
 
 The job is planned for real (`--copies` copies of the sample models, a frame every `--every` ms of
 each sequence: 8 x 5 ms gives 16,048 frames) and run by the real coordinator (`farm.run.jobs.run_job`:
