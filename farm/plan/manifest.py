@@ -67,6 +67,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -217,19 +218,24 @@ class Manifest:
     def root(self) -> Path:
         return Path(self.path).parent
 
+    @cached_property
+    def lines(self) -> dict[tuple, int]:
+        """The line of each key of `text` (farm.plan.toml_lines.key_lines), scanned once."""
+        return key_lines(self.text)
+
     def line_of(self, *key) -> int | None:
-        return line_of(key_lines(self.text), key)
+        return line_of(self.lines, key)
 
     def sequences_key(self, plan: ModelPlan) -> tuple:
         """The key of the `sequences` entry that applies to `plan`: its [[models]] entry's, else the job's."""
         own = ("models", plan.entry - 1, "sequences")
-        return own if own in key_lines(self.text) else ("sequences",)
+        return own if own in self.lines else ("sequences",)
 
     def unknown_sequences(self, plans: list[ModelPlan], unknown: dict[str, list]) -> ManifestError:
         """The error for sequences named here that models do not have (`unknown`: model rel -> [(the
         name or index asked for, the names the model has)]), placed at the first such `sequences`
         entry, naming each model it matched that lacks one, with the nearest names it has."""
-        lines = key_lines(self.text)
+        lines = self.lines
         by_key: dict[tuple, list[str]] = {}
         for plan in plans:
             for asked, names in unknown.get(plan.rel, ()):
