@@ -188,6 +188,12 @@ class Skeleton:
         self.parents = self._resolve_parents()
         self.depth = self._depths()
         self._cut_deep_chains()
+        self.source_rows = np.arange(n)  # see `subset`
+        self._compile_levels()
+
+    def _compile_levels(self) -> None:
+        """The per-level row groups that `world_matrices` walks, from flags, parents and depth."""
+        n = self.count
         self.special = (self.flags & SPECIAL_FLAGS) != 0
         self.track_rotation = bool(self.special.any())
         # World rotation/scale are only needed on the chains above flagged nodes.
@@ -210,6 +216,41 @@ class Skeleton:
         self.rotation_levels = [(p[self.needs_rotation[p]], pp[self.needs_rotation[p]]) for p, pp, _, _ in self.levels]
         self._camera: tuple | None = None  # the last view's CameraFrame
         self._flag_sets: dict[bytes, _FlagSet] = {}
+
+    def subset(self, rows) -> Skeleton:
+        """The skeleton of `rows` (skeleton rows) and all their ancestors, for posing only the nodes some
+        reader needs (the effects read their emitters' rows, not the other 100,000 of a big model).
+
+        Its rows are those nodes in this skeleton's row order (`source_rows[j]` is the row here of row j
+        there), with the same parents, depths, levels and per-row operations, so the world matrix of
+        every row it has is bit for bit the one `world_matrices` of this skeleton gives; notes are this
+        skeleton's."""
+        n = self.count
+        want = np.asarray(rows, np.int64).reshape(-1)
+        if np.any((want < 0) | (want >= n)):
+            raise ValueError(f"skeleton subset: rows must be 0 .. {n - 1} (the skeleton has {n} nodes)")
+        keep = np.zeros(n, bool)
+        for i in want.tolist():
+            while i < n and not keep[i]:  # parents are acyclic and end at the virtual root n
+                keep[i] = True
+                i = int(self.parents[i])
+        src = np.flatnonzero(keep)
+        m = len(src)
+        remap = np.full(n + 1, m, np.int64)
+        remap[src] = np.arange(m)
+        sub = Skeleton.__new__(Skeleton)
+        sub.notes = list(self.notes)
+        sub.ids = self.ids[src]
+        sub.index = {int(oid): j for j, oid in enumerate(sub.ids.tolist())}
+        sub.count = m
+        sub.nodes = [self.nodes[int(i)] for i in src.tolist()]
+        sub.pivots = self.pivots[src]
+        sub.flags = self.flags[src]
+        sub.parents = remap[self.parents[src]]
+        sub.depth = self.depth[src]
+        sub.source_rows = src
+        sub._compile_levels()
+        return sub
 
     def rows(self, object_ids) -> np.ndarray:
         """The row of each object id (int64 array), N (= `count`, the identity row of palettes) for an

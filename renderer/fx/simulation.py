@@ -17,7 +17,9 @@ any t costs at most the window's steps. Models whose nodes follow the camera (bi
 anchors) also key their simulations by the view matrix.
 
 Each step (prev, t] samples every track at the step's clock (the animation module's time rule),
-computes the node world matrices, then steps the emitters in file order: PREM, PRE2, RIBB. See
+computes the world matrices of the emitters' nodes (only those and their ancestors,
+`renderer.anim.pose.NodeSubset`: bit for bit the rows of a full pose, without posing the other nodes
+of a 100,000-node model every step), then steps the emitters in file order: PREM, PRE2, RIBB. See
 `pre2`, `prem`, `ribbons` and `trail` for the per-kind rules, `window` for the window rule and
 `rng` for the generators.
 """
@@ -102,6 +104,9 @@ class CompiledEffects:
         self.window_ms = max(lifetimes, default=0.0)  # the longest any particle or edge lives
         self.view_dependent = bool(np.any(sk.flags & VIEW_FLAGS)) if sk.count else False
         self.empty = not (self.pre2 or self.prem or self.ribbons)
+        rows = sorted({s.node for s in (*self.pre2, *self.prem, *self.ribbons)})
+        self.nodes = animator.node_subset(rows)  # what each step poses
+        self.node_slots = [(r, self.nodes.slot[r]) for r in rows]
 
 
 class Simulation:
@@ -146,8 +151,8 @@ class Simulation:
     def _step(self, animator, t_ms: float, prev_ms: float | None) -> None:
         fx = self.fx
         clock = make_clock(self._seq, t_ms, fx.global_sequences)
-        sampled = animator.bank.sample(clock)
-        world = animator.node_matrices(clock, self.view, sampled)
+        posed = fx.nodes.world_matrices(clock, self.view)
+        world = {row: posed[j] for row, j in fx.node_slots}  # the emitters' nodes, by skeleton row
         playing = self.playing(t_ms)
         p_prem = fx.prem_table.sample(clock)
         p_pre2 = fx.pre2_table.sample(clock)
