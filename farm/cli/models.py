@@ -194,14 +194,13 @@ def _output_format(output: str, animated: bool = False) -> str:
     renderer.files.is_stream) takes PNG whatever its name, but not an animation (its traces go in a
     sidecar next to it). Anything else is refused before the model is read, in one sentence."""
     suffix = Path(output).suffix
-    if animated and suffix.lower().lstrip(".") in ANIMATION_FORMATS and not is_stream(output):
-        return suffix.lower().lstrip(".")
-    if animated and is_stream(output):
+    ext, stream = suffix.lower().lstrip("."), is_stream(output)
+    if animated and stream:
         raise UsageError(f"-o {output}: an animation's frame traces go in a sidecar next to it, and {output} is a"
                          f" device or a pipe; name a file instead (e.g. anim.webp)")
-    if suffix.lower().lstrip(".") in IMAGE_FORMATS:
-        return suffix.lower().lstrip(".")
-    if is_stream(output):
+    if ext in (ANIMATION_FORMATS if animated else IMAGE_FORMATS):
+        return ext
+    if stream:
         return "png"
     allowed = " or ".join(f".{f}" for f in IMAGE_FORMATS)
     raise UsageError(f"-o {output}: the extension picks the format and must be {allowed}, not"
