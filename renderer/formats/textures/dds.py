@@ -153,7 +153,7 @@ def decode_dds_chain(data: bytes, name: str) -> mips.MipChain:
         w, h = mips.level_size(width, height, k)
         return _decode_level(tb, layout, starts[k], w, h, f"mip level {k}")
 
-    return mips.stored_chain(top, min(count, mips.full_chain_length(width, height)), level)
+    return mips.stored_chain(top, count, level)
 
 
 register_format(TextureFormat("DDS", _accept, decode_dds, decode_chain=decode_dds_chain))
