@@ -176,12 +176,7 @@ REPORT_URL_HELP = ("the full report's link in summary.md (default: derived from 
                    " --report-url https://ci.example/job/7/report/index.html")
 
 
-def image_base_arg(text: str) -> str | None:
-    """--image-base: an absolute http(s) URL, by farm.settings.check_image_base."""
-    try:
-        return check_image_base(text, "--image-base")
-    except SettingError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+image_base_arg = _arg(check_image_base, "--image-base", parse=str)  # an absolute http(s) URL (farm.settings' rule)
 
 
 def add_summary_args(s) -> None:
