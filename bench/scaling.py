@@ -65,29 +65,26 @@ class Coordinator:
     def __enter__(self):
         from farm.run import jobs
 
-        self._saved = {name: getattr(jobs, name) for name in ("expand_manifest",)}
-        self._methods = {name: getattr(jobs.JobState, name) for name in ("record", "save")}
-
-        def wrap(name, fn):
-            def run(*a, **k):
-                t = time.perf_counter()
-                try:
-                    return fn(*a, **k)
-                finally:
-                    self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - t
-            return run
-
-        jobs.expand_manifest = wrap("plan", self._saved["expand_manifest"])
-        jobs.JobState.record = wrap("record results", self._methods["record"])
-        jobs.JobState.save = wrap("save job state", self._methods["save"])
+        # (owner, attribute, what its time counts as): put back as they were on leaving
+        self._targets = [(jobs, "expand_manifest", "plan"), (jobs.JobState, "record", "record results"),
+                         (jobs.JobState, "save", "save job state")]
+        self._saved = [getattr(owner, name) for owner, name, _ in self._targets]
+        for (owner, name, label), fn in zip(self._targets, self._saved, strict=True):
+            setattr(owner, name, self._timed(label, fn))
         return self
 
-    def __exit__(self, *exc):
-        from farm.run import jobs
+    def _timed(self, label: str, fn):
+        def run(*a, **k):
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - t
+        return run
 
-        jobs.expand_manifest = self._saved["expand_manifest"]
-        for name, fn in self._methods.items():
-            setattr(jobs.JobState, name, fn)
+    def __exit__(self, *exc):
+        for (owner, name, _), fn in zip(self._targets, self._saved, strict=True):
+            setattr(owner, name, fn)
 
 
 def timed_run(manifest: Path, out: Path, coordinator: dict | None = None, **kw) -> tuple[float, int]:
