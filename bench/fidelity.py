@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "bench"))
 
-from viewer import VIEWER_STEP_MS, camera_job, page_url, ready_bundle, served  # noqa: E402
+from viewer import VIEWER_STEP_MS, add_bundle_arguments, camera_job, page_url, ready_bundle, served  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parent / "fidelity_harness.ts"
 
@@ -129,9 +129,7 @@ def model_pixels(a: np.ndarray, b: np.ndarray, background: str) -> np.ndarray:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", type=Path, help="MDX/MDL files (default: goldens/models/*.mdx)")
-    ap.add_argument("--build-from", type=Path, help="the viewer's source (a folder holding src/)")
-    ap.add_argument("--bundle", type=Path, help="a harness.js built before (by --build-from)")
-    ap.add_argument("--scratch", type=Path, default=Path("/tmp/modelfarm-fidelity"))
+    add_bundle_arguments(ap, "harness.js", "/tmp/modelfarm-fidelity")
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--time", type=int, default=0)
     ap.add_argument("--background", default="#404040")

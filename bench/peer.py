@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "bench"))
 
-from viewer import VIEWER_STEP_MS, camera_job, page_url, ready_bundle, served  # noqa: E402
+from viewer import VIEWER_STEP_MS, add_bundle_arguments, camera_job, page_url, ready_bundle, served  # noqa: E402
 
 HARNESS = Path(__file__).resolve().parent / "peer_harness.ts"
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -207,9 +207,7 @@ def print_stacks(stacks: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="*", type=Path, help="MDX/MDL files (default: issue 27's corpus models)")
-    ap.add_argument("--build-from", type=Path, help="the viewer's source (a folder holding src/)")
-    ap.add_argument("--bundle", type=Path, help="a peer.js built before (by --build-from)")
-    ap.add_argument("--scratch", type=Path, default=Path("/tmp/modelfarm-peer"))
+    add_bundle_arguments(ap, "peer.js", "/tmp/modelfarm-peer")
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--sizes", default="256,512", help="frame sizes, comma-separated")
     ap.add_argument("--rounds", type=int, default=3)

@@ -60,6 +60,13 @@ def build(source: Path, scratch: Path, entry: Path, out_name: str) -> Path:
     return out
 
 
+def add_bundle_arguments(ap, out_name: str, scratch: str) -> None:
+    """The options `ready_bundle` reads: --build-from, --bundle (a built `out_name`) and --scratch."""
+    ap.add_argument("--build-from", type=Path, help="the viewer's source (a folder holding src/)")
+    ap.add_argument("--bundle", type=Path, help=f"a {out_name} built before (by --build-from)")
+    ap.add_argument("--scratch", type=Path, default=Path(scratch))
+
+
 def ready_bundle(args, entry: Path, out_name: str) -> Path | None:
     """The bundle a bench drives: built from `args.build_from` into `args.scratch` (`build`), else the
     one `args.bundle` names. None, with the reason on stderr, when headless Chromium cannot run or no
