@@ -153,3 +153,31 @@ def test_celery_and_local_animated_thumbnails_are_identical(worker, tmp_path):  
     assert Path("thumbs/models/effects.mdx.anim.png") in files
     for rel in files:  # stills, animations, sidecars and the index: the same bytes
         assert (tmp_path / "celery" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
+
+
+def test_animation_bytes_that_arrive_damaged_are_not_written(tmp_path):
+    """The animation frame's digest is of the bytes its worker encoded: bytes that differ when they
+    arrive give no animation file and null animation keys (the still stays the model's thumbnail)."""
+    import base64
+    import hashlib
+
+    from farm.run.execute import BatchResult, FrameResult
+    from farm.thumbs.run import _write_animation
+    from farm.thumbs.state import State
+
+    data = b"the animation's bytes"
+    sent = {"animation": base64.b64encode(data).decode("ascii"), "animation_sidecar": {"format": "png", "frames": []}}
+    state = State(tmp_path / ".farm")
+    state.tmp.mkdir(parents=True)
+    opts = ThumbnailOptions(animated=True, frames=2)
+    written = []
+    for digest in ("0" * 64, hashlib.sha256(data).hexdigest()):  # damaged in transit, then whole
+        result = BatchResult("b", [FrameResult("m.mdx", 0, "done"), FrameResult("m.mdx\x00frame0000", 0, "done"),
+                                   FrameResult("m.mdx\x00frame0001", 500, "done", digest=digest, info=sent)])
+        written.append((_write_animation(result, tmp_path, opts, state), sorted(tmp_path.rglob("*.anim.png*"))))
+    assert written[0] == ({"animation": None, "animation_sidecar": None, "animation_sha256": None}, [])
+    rec, files = written[1]
+    assert rec == {"animation": "thumbs/m.mdx.anim.png", "animation_sidecar": "thumbs/m.mdx.anim.png.json",
+                   "animation_sha256": hashlib.sha256(data).hexdigest()}
+    assert (tmp_path / rec["animation"]).read_bytes() == data and len(files) == 2
+    assert json.loads((tmp_path / rec["animation_sidecar"]).read_text("utf-8")) == sent["animation_sidecar"]

@@ -384,12 +384,13 @@ def _write_animation(result: BatchResult, out: Path, opts: ThumbnailOptions, sta
     """A model's animation (--animated) written next to its still, thumbs/<id>.anim.<format> and its
     sidecar (farm.images.animation_sidecar); the record's animation keys, null when none came (not
     asked, a model with no sequence to animate, a frame that failed, damaged bytes)."""
-    info = next((f.info for f in result.frames[1:] if f.status == "done" and f.info and "animation" in f.info), None)
-    if not opts.animated or info is None:
+    last = next((f for f in result.frames[1:] if f.status == "done" and f.info and "animation" in f.info), None)
+    if not opts.animated or last is None:
         return dict(_NO_ANIMATION)
+    info = last.info
     data = base64.b64decode(info["animation"])
     digest = hashlib.sha256(data).hexdigest()
-    if digest != next(f.digest for f in result.frames[1:] if f.info is info):
+    if digest != last.digest:
         return dict(_NO_ANIMATION)
     rel = _thumb_rel(result.frames[0].key, f"anim.{opts.format}")
     atomic_write(out / rel, data, state.tmp)
