@@ -44,8 +44,8 @@ class FarmParser(argparse.ArgumentParser):
         namespace, extras = self.parse_known_args(args, namespace)
         if extras:
             parser = self._command_parser(namespace)
-            unknown = [e for e in extras if e.startswith("-")]
-            hints = "".join(_hint(e.split("=", 1)[0], parser._options()) for e in unknown if e.startswith("--"))
+            options = parser._options()
+            hints = "".join(_hint(e.split("=", 1)[0], options) for e in extras if e.startswith("--"))
             parser.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
         return namespace
 
