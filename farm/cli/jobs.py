@@ -15,7 +15,6 @@ from farm.cli.common import (
     UsageError,
     add_runner_options,
     add_summary_args,
-    goldens_dir,
     image_base_arg,
     job_ref,
     print_results,
@@ -51,7 +50,7 @@ EXAMPLES = {
 
 
 def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                 required: bool = False, update: str | None = None, allow_blank: bool = False,
+                 update: str | None = None, allow_blank: bool = False,
                  allow_missing: bool = False, image_base: str | None = None,
                  report_url: str | None = None) -> tuple[int | None, dict | None, object]:
     """The comparison step of `farm run` (farm.pipeline.compare_job, saying what it did): (exit status
@@ -61,8 +60,6 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
     `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
     goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
     try:
-        if required:  # a clear error when there are none
-            goldens_dir(explicit_goldens, job, required=True)
         done = compare_job(job, explicit_goldens, allow_new=allow_new, update=update, allow_blank=allow_blank,
                            allow_missing=allow_missing, report=report, image_base=image_base,
                            report_url=report_url, on_update=lambda up, results: say_update(job, up, results))
@@ -82,7 +79,7 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
 
 
 def compare_after_run(job, explicit_goldens: str | None, **kw) -> int | None:
-    """`compare_step`, printing the summary (farm demo and farm run)."""
+    """`compare_step`, printing the summary (farm run)."""
     code, results, html = compare_step(job, explicit_goldens, **kw)
     if results is not None:
         print_results(results, report=html)
