@@ -4,6 +4,7 @@ with one ribbon posed every node at every 20 ms step of the window, minutes per 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from conftest import corpus_path
 from fx_util import fx_model, load, orbit, pre2, ribbon, track
@@ -25,6 +26,8 @@ CORPUS = [
     STOCK + "DustEmitter.mdx",
     STOCK + "LargeFireEmitter.mdx",
     STOCK + "TeamcolorWispShimmer.mdx",
+    "nazarpunk__wc3-map-edemium-legacy/map/war3mapImported/Ghost.mdx",  # 159 nodes, emitters on few
+    "pqhuy98__Warcraft3/silverpine-forest/maps/silverpine.w3x/Models/DarionMograineEvil/DarionMograineEvil.mdx",
 ]
 VIEWS = [None, look_at((300.0, -120.0, 80.0), (0.0, 0.0, 40.0)), look_at((-50.0, 400.0, -30.0), (10.0, 5.0, 0.0))]
 
@@ -96,6 +99,22 @@ def test_subset_rows_are_bit_identical_on_the_sample_effects_model(tmp_path):
 @pytest.mark.parametrize("rel", CORPUS, ids=[c.rsplit("/", 1)[-1] for c in CORPUS])
 def test_subset_rows_are_bit_identical_on_corpus_models(rel):
     assert_subset_matches(load_model(corpus_path(rel)), times=range(0, 6000, 91))
+
+
+@pytest.mark.parametrize("rel", CORPUS[-2:], ids=["Ghost", "DarionMograineEvil"])
+def test_track_subsets_sample_bit_identical_rows(rel):
+    """Every other track of every group of the bank, sampled alone, at many clocks of every sequence."""
+    model = load_model(corpus_path(rel))
+    bank = Animator(model).bank
+    keep = {g: np.arange(len(s))[1::2] for g, s in bank.sets.items() if len(s) > 1}
+    assert sum(len(k) for k in keep.values()) > 20
+    sub = bank.subset(keep)
+    for seq in [*model.sequences, None]:
+        for t in range(0, 5000, 53):
+            clock = make_clock(seq, t + 0.25 * (t % 3), model.global_sequences)
+            full, part = bank.sample(clock), sub.sample(clock)
+            for g, rows in keep.items():
+                assert full[g][rows].tobytes() == part[g].tobytes(), (g, seq, t)
 
 
 def test_subset_keeps_the_rows_asked_for_and_their_ancestors_in_row_order(tmp_path):

@@ -177,6 +177,10 @@ class _Scatter:
                 sub.parts[group] = (pos[keep], src[keep])
         return sub
 
+    def rebase(self, keep: dict) -> None:
+        """Read sampled rows from a bank subset of the rows keep[group] (sorted) instead of the bank."""
+        self.parts = {g: (dest, np.searchsorted(keep[g], src)) for g, (dest, src) in self.parts.items()}
+
     def fill(self, sampled: dict) -> np.ndarray:
         out = self.base.copy()
         for group, (dest, rows) in self.parts.items():
@@ -364,20 +368,29 @@ class Animator:
 class NodeSubset:
     """World matrices of some nodes of an animator's model without posing the others: the rows asked
     for and their ancestors (`Skeleton.subset`), fed from the same sampled tracks through the same
-    per-row operations, so each row is bit for bit its row of `Animator.node_matrices`. The effects
-    read only their emitters' rows, once per 20 ms step; a 100,000-node model cost 75 ms a step.
+    per-row operations, so each row is bit for bit its row of `Animator.node_matrices`; only their
+    tracks are sampled (`TrackBank.subset`). The effects read only their emitters' rows, once per 20 ms
+    step; a 100,000-node model cost 75 ms a step.
 
     `slot[row]` is the row of `world_matrices`' result that holds skeleton row `row`."""
 
     def __init__(self, animator: Animator, rows):
-        self.bank = animator.bank
         self.skeleton = sk = animator.skeleton.subset(rows)
         self.slot = {int(r): j for j, r in enumerate(sk.source_rows.tolist())}
-        self._t, self._r, self._s = (sc.subset(sk.source_rows) for sc in (animator._t, animator._r, animator._s))
+        scatters = [sc.subset(sk.source_rows) for sc in (animator._t, animator._r, animator._s)]
+        used: dict[str, list] = {}
+        for sc in scatters:
+            for group, (_, src) in sc.parts.items():
+                used.setdefault(group, []).append(src)
+        keep = {g: np.unique(np.concatenate(v)) for g, v in used.items()}
+        for sc in scatters:
+            sc.rebase(keep)
+        self._t, self._r, self._s = scatters
+        self.bank = animator.bank.subset(keep)
 
-    def world_matrices(self, clock: Clock, view=None, sampled=None) -> np.ndarray:
+    def world_matrices(self, clock: Clock, view=None) -> np.ndarray:
         """(len(subset), 4, 4) world matrices at `clock`, by subset row (see `slot`)."""
-        sampled = self.bank.sample(clock) if sampled is None else sampled
+        sampled = self.bank.sample(clock)
         return self.skeleton.world_matrices(self._t.fill(sampled), self._r.fill(sampled), self._s.fill(sampled),
                                             view=view)
 

@@ -241,6 +241,32 @@ class _Plan:
         self.stepped = np.flatnonzero(interp == INTERP_NONE)
         self.squad = np.flatnonzero(interp >= INTERP_HERMITE)
 
+    def subset(self, keep: np.ndarray) -> _Plan:
+        """This plan for the tracks `keep` only (sorted, unique rows): row j samples bit for bit as row
+        keep[j] here. The kept tracks keep their composite keys (offsets and all), so each search
+        finds the same key and every later operation is the same per-row one."""
+        sub = _Plan.__new__(_Plan)
+        sub.const = self.const[keep]
+        sub.count = 0
+        if self.count == 0 or len(keep) == 0:
+            return sub
+        pos = np.minimum(np.searchsorted(keep, self.rows), len(keep) - 1)
+        segs = np.flatnonzero(keep[pos] == self.rows)
+        sub.count = len(segs)
+        if not len(segs):
+            return sub
+        sub.rows, sub.n = pos[segs], self.n[segs]
+        sub.start = np.concatenate([[0], np.cumsum(sub.n)[:-1]]).astype(np.int64)
+        sub.lo, sub.span, sub.base = self.lo[segs], self.span[segs], self.base[segs]
+        key_rows = np.repeat(self.start[segs] - sub.start, sub.n) + np.arange(int(sub.n.sum()))
+        for name in ("frames", "composite", "values", "in_tan", "out_tan"):
+            setattr(sub, name, getattr(self, name)[key_rows])
+        sub.clock, sub.interp, sub.basis = self.clock[segs], self.interp[segs], self.basis[segs]
+        sub.quaternion = self.quaternion
+        sub.stepped = np.flatnonzero(sub.interp == INTERP_NONE)
+        sub.squad = np.flatnonzero(sub.interp >= INTERP_HERMITE)
+        return sub
+
     def sample(self, clock: Clock) -> np.ndarray:
         out = self.const.copy()
         if self.count == 0:
@@ -325,6 +351,23 @@ class TrackSet:
         return self.plan(clock.interval).sample(clock)
 
 
+class TrackSubset:
+    """The tracks `keep` (sorted, unique rows) of a TrackSet, sampled without the others: row j of
+    `sample` is bit for bit row keep[j] of the set's (`_Plan.subset`, per interval, cached)."""
+
+    def __init__(self, tracks: TrackSet, keep):
+        self.tracks = tracks
+        self.keep = np.asarray(keep, np.int64)
+        self._plans: dict = {}
+
+    def sample(self, clock: Clock) -> np.ndarray:
+        key = None if clock.interval is None else (int(clock.interval[0]), int(clock.interval[1]))
+        p = self._plans.get(key)
+        if p is None:
+            p = self._plans[key] = self.tracks.plan(clock.interval).subset(self.keep)
+        return p.sample(clock)
+
+
 class CompiledTrack:
     """One track, compiled (per interval, cached) for repeated sampling."""
 
@@ -371,6 +414,20 @@ class TrackBank:
 
     def sample(self, clock: Clock) -> dict[str, np.ndarray]:
         return {group: s.sample(clock) for group, s in self.sets.items()}
+
+    def subset(self, keep: dict) -> BankSubset:
+        """The rows keep[group] (sorted, unique) of each group named, sampled alone (`TrackSubset`)."""
+        return BankSubset({g: TrackSubset(self.sets[g], rows) for g, rows in keep.items()})
+
+
+class BankSubset:
+    """Some tracks of a frozen TrackBank: `sample(clock)` gives {group: (len(keep[group]), k)}."""
+
+    def __init__(self, subsets: dict[str, TrackSubset]):
+        self.subsets = subsets
+
+    def sample(self, clock: Clock) -> dict[str, np.ndarray]:
+        return {group: s.sample(clock) for group, s in self.subsets.items()}
 
 
 # ----------------------------------------------------------------------------- one-off sampling
