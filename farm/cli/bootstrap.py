@@ -18,11 +18,10 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.pipeline import LISTING, MARKS, UPDATE_MODES, GoldensUpdate, marks, wanted
+from farm.pipeline import MARKS, GoldensUpdate, marks, wanted
 from farm.report.model import shell_path
 
-__all__ = ["FLAGS", "LISTING", "UPDATE_MODES", "bootstrap_command", "bootstrap_hint", "grouped_line", "marks",
-           "say_update"]
+__all__ = ["FLAGS", "bootstrap_command", "bootstrap_hint", "grouped_line", "say_update"]
 
 FLAGS = {"missing": "--allow-missing", "blank": "--allow-blank"}  # a mark -> the flag that approves it anyway
 REASONS = {"missing": "drew placeholders for missing assets", "blank": "came out blank"}

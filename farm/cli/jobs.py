@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from farm.cli.bootstrap import UPDATE_MODES, bootstrap_command, bootstrap_hint, say_update
+from farm.cli.bootstrap import bootstrap_command, bootstrap_hint, say_update
 from farm.cli.common import (
     RUN_HELP,
     UsageError,
@@ -28,7 +28,7 @@ from farm.environment import broker_url, default_reports
 from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
-from farm.pipeline import compare_job
+from farm.pipeline import UPDATE_MODES, compare_job
 from farm.report.model import shell_path
 from farm.run.jobs import JobState, retry_job, run_job, status_text
 
