@@ -24,10 +24,11 @@ from conftest import CORPUS  # noqa: E402
 from mdx_cases import REJECTED  # noqa: E402
 
 from farm.cli import main  # noqa: E402
+from farm.look import default_time  # noqa: E402
 from farm.thumbs import ThumbnailOptions, make_thumbnails  # noqa: E402
 from farm.thumbs.find import EXTENSIONS, asset_roots_for, find_models  # noqa: E402
 from farm.thumbs.index import ENTRY_KEYS  # noqa: E402
-from farm.thumbs.work import choose_sequence, default_time  # noqa: E402
+from farm.thumbs.work import choose_sequence  # noqa: E402
 from renderer.model import Model, Sequence  # noqa: E402
 from renderer.png import read_png  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402

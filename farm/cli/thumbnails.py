@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
+from farm.images import IMAGE_FORMATS
 from farm.look import CAMERA_HELP
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.run import THUMBNAIL_RENDER
@@ -52,7 +53,7 @@ def add_parsers(sub) -> None:
                                       " else the first")
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
     s.add_argument("--camera", default=THUMBNAIL_RENDER.camera, help=CAMERA_HELP)
-    s.add_argument("--format", choices=("png", "webp"), default="png", help="png (trace in a text chunk) or webp"
+    s.add_argument("--format", choices=IMAGE_FORMATS, default="png", help="png (trace in a text chunk) or webp"
                                                                              " (lossless, trace in a .json sidecar)")
     s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
     s.add_argument("--msaa", type=msaa_arg, default=THUMBNAIL_RENDER.msaa,

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from farm.environment import broker_url
 from farm.files import atomic_write, atomic_write_json
-from farm.images import image_sidecar
+from farm.images import IMAGE_FORMATS, image_sidecar
 from farm.look import DEFAULT_CAMERA
 from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
@@ -45,7 +45,7 @@ from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
 from farm.thumbs.state import FILE_KEYS, State, fingerprint
-from farm.thumbs.work import FORMATS, animation_keys
+from farm.thumbs.work import animation_keys
 from renderer.assets import read_source
 from renderer.assets.paths import safe_relative
 from renderer.errors import FormatError
@@ -84,8 +84,8 @@ class ThumbnailOptions:
     def check(self) -> None:
         if not 16 <= int(self.size) <= 4096:
             raise ThumbnailError(f"--size must be 16..4096 pixels, not {self.size}")
-        if self.format not in FORMATS:
-            raise ThumbnailError(f"--format must be one of {', '.join(FORMATS)}, not {self.format!r}")
+        if self.format not in IMAGE_FORMATS:
+            raise ThumbnailError(f"--format must be one of {', '.join(IMAGE_FORMATS)}, not {self.format!r}")
         if self.time is not None and int(self.time) < 0:
             raise ThumbnailError(f"--time must be >= 0 ms, not {self.time}")
         if self.animated and not 2 <= int(self.frames) <= MAX_ANIMATION_FRAMES:

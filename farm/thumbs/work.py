@@ -28,16 +28,15 @@ import base64
 import hashlib
 from dataclasses import dataclass, field
 
-from farm.images import IMAGE_FORMATS, animation_sidecar, blank_reason, encode_animation, encode_image, frame_durations
+from farm.images import animation_sidecar, blank_reason, encode_animation, encode_image, frame_durations
 from farm.look import blank_warning, default_time, sequence_length
 from farm.plan.batches import Batch
 from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict, missing_names
 from renderer.anim import UnknownSequence, find_sequence
 
-__all__ = ["ANIMATION_KEY", "FORMATS", "THUMBNAIL", "ThumbnailKind", "animation_keys", "animation_times",
-           "choose_sequence", "default_time", "encode_image", "model_facts"]
+__all__ = ["ANIMATION_KEY", "THUMBNAIL", "ThumbnailKind", "animation_keys", "animation_times", "choose_sequence",
+           "model_facts"]
 
-FORMATS = IMAGE_FORMATS  # --format: the farm's image formats (farm.images.encode_image)
 MAX_DIAGNOSTICS = 20  # listed per model in the index (the count is always complete)
 ANIMATION_KEY = "{id}\x00frame{i:04d}"  # the batch key of an animation frame: never a model id (no NUL in names)
 
