@@ -51,6 +51,8 @@ node above a flagged node, where they are needed.
 
 Every node is evaluated every frame (the viewer skips updating an emitter or attachment node while
 its visibility is <= 0; that changes nothing visible, and `Pose.node_visibility` reports it).
+`Skeleton.subset(rows)` evaluates only some rows and their ancestors, each bit for bit as here (the
+effects simulation poses its emitters' nodes that way at every step).
 
 Hierarchy: a parent id of -1 (0xFFFFFFFF) means no parent. Object ids are u32 and parent ids i32 in
 MDX, so a parent id names the object id with the same 32-bit pattern (parent -2 is object id
