@@ -20,13 +20,14 @@ from PIL import Image, ImageSequence
 
 from renderer.png import TRACE_KEY, png_bytes, read_png
 
-__all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "animation_sidecar", "as_rgba",
-           "blank_reason", "encode_animation", "encode_image", "frame_durations", "image_digest", "image_sidecar",
-           "png_bytes", "png_pixel_digest", "read_animation", "read_png"]
+__all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "WEBP_LOSSLESS",
+           "animation_sidecar", "as_rgba", "blank_reason", "encode_animation", "encode_image", "frame_durations",
+           "image_digest", "image_sidecar", "png_bytes", "png_pixel_digest", "read_animation", "read_png"]
 
 IMAGE_FORMATS = ("png", "webp")  # what encode_image writes; also the extensions `farm render -o` takes
 ANIMATION_FORMATS = ("webp", "png", "gif")  # what encode_animation writes: WebP and APNG lossless, GIF lossy
 ANIMATION_MAX_BYTES = 4 << 30  # the RGBA of every frame is held until the animation is encoded
+WEBP_LOSSLESS = {"lossless": True, "quality": 80, "method": 4}  # Pillow's options for every WebP the farm writes
 
 
 def as_rgba(image: np.ndarray, name: str = "image") -> np.ndarray:
@@ -81,8 +82,7 @@ def encode_image(rgba, trace: dict, fmt: str) -> bytes:
         return png_bytes(rgba, trace)
     if fmt == "webp":
         buf = io.BytesIO()
-        Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(buf, "WEBP", lossless=True, quality=80,
-                                                                          method=4, exact=True)
+        Image.fromarray(np.ascontiguousarray(rgba, np.uint8), "RGBA").save(buf, "WEBP", exact=True, **WEBP_LOSSLESS)
         return buf.getvalue()
     raise ValueError(f"image format must be one of {', '.join(IMAGE_FORMATS)}, not {fmt!r}")
 
@@ -117,7 +117,7 @@ def encode_animation(frames: list, durations: list[int], fmt: str) -> bytes:
     if not frames or len(frames) != len(durations):
         raise ValueError(f"an animation needs one duration per frame: {len(frames)} frames, {len(durations)} durations")
     images = [Image.fromarray(as_rgba(f, f"frame {i}"), "RGBA") for i, f in enumerate(frames)]
-    options = {"webp": {"format": "WEBP", "lossless": True, "quality": 80, "method": 4},
+    options = {"webp": {"format": "WEBP", **WEBP_LOSSLESS},
                "png": {"format": "PNG"}, "gif": {"format": "GIF", "disposal": 2}}[fmt]
     buf = io.BytesIO()
     images[0].save(buf, save_all=True, append_images=images[1:], duration=[int(d) for d in durations], loop=0,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from farm.images import WEBP_LOSSLESS
 from renderer.png import PNG_OPTIONS
 
 __all__ = ["SHEET_VERSION", "caption_lines", "draw_sheet", "placeholder_tile", "sheet_bytes", "short_error",
@@ -129,7 +130,7 @@ def draw_sheet(entries: list[dict], out_dir: Path, capacity: int, size: int) -> 
 def sheet_bytes(im: Image.Image, fmt: str) -> bytes:
     buf = io.BytesIO()
     if fmt == "webp":
-        im.save(buf, "WEBP", lossless=True, quality=80, method=4)
+        im.save(buf, "WEBP", **WEBP_LOSSLESS)
     else:
         im.save(buf, "PNG", **PNG_OPTIONS)
     return buf.getvalue()
