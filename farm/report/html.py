@@ -129,12 +129,14 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
             if t["status"] != "pass" or t.get("match") != "exact":
                 commands.append(("approve", approve_command(results, "approve", t["key"])))
             commands.append(("reject", approve_command(results, "reject", t["key"])))
+        rows = metric_rows(t)
         views.append({
             "key": t["key"], "anchor": _anchor(t["key"]), "model": t.get("model") or "", "status": t["status"],
             "group": group_of(t["status"]), "label": LABELS.get(t["status"], t["status"]),
             "match": t.get("match"), "reason": t.get("reason"), "new_src": new_src, "golden_src": golden_src,
             "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
-            "metrics": metric_rows(t), "limits": thresholds_text(t.get("thresholds")), "facts": facts,
+            "metrics": rows, "limits": None if rows else thresholds_text(t.get("thresholds")),  # shown without rows
+            "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
             and t["status"] != "error", "blank": t.get("blank"),
             "missing": list(t.get("missing") or []), "golden_note": t.get("golden_note"),
