@@ -126,6 +126,9 @@ def test_status_answers_on_a_read_only_store(tmp_path):
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
         r = farm("status", "j", "--out", mnt / "store", "--json", cwd=tmp_path)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr  # 1: a frame failed, one pending
+        said = r.stderr.strip().splitlines()  # the one line saying the merge is shown, not saved
+        assert len(said) == 1 and said[0].startswith("farm status: the results merged from the workers are shown,"
+                                                     " not saved in the store ("), r.stderr
         out = json.loads(r.stdout)
         assert (out["failed"], out["pending"], out["failed_traces"]) == (1, 1, {K1: "boom"})
         assert {p: p.read_bytes() for p in (mnt / "store").rglob("*") if p.is_file()} == before
