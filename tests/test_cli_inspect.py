@@ -87,3 +87,23 @@ def test_inspect_corpus_models_of_every_version(corpus):
         assert r.returncode == 0, r.stderr
         data = json.loads(r.stdout)
         assert data["nodes"] and data["geosets"]
+
+
+def test_the_commands_printed_for_an_archive_entry_survive_its_name(tmp_path, monkeypatch, capsys):
+    """`farm inspect X.w3x` prints commands a user pastes: an entry whose name holds a quote or a space
+    must come back whole from the shell (shlex.split), in both the inspect and the render line."""
+    import shlex
+
+    import farm.cli.models as cli_models
+    from farm.cli import main
+
+    archive = tmp_path / "my maps" / "keep.w3x"
+    archive.parent.mkdir()
+    archive.write_bytes(b"MPQ\x1a")  # listed through list_models below: only its name and that it is a file count
+    entry = f"{archive}:war3mapImported/it's a crate.mdx"
+    monkeypatch.setattr(cli_models, "list_models", lambda path, listfile=None: [entry])
+    assert main(["inspect", str(archive)]) == 0
+    lines = {ln.split(":", 1)[0]: ln.split(":", 1)[1] for ln in capsys.readouterr().out.splitlines()
+             if ln.startswith(("inspect one:", "render one:"))}
+    assert shlex.split(lines["inspect one"]) == ["farm", "inspect", entry]
+    assert shlex.split(lines["render one"]) == ["farm", "render", entry, "-o", "it's a crate.png"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -116,9 +117,10 @@ def _inspect_archive(args) -> int:
     print(f"{args.file}: an archive holding {len(models)} model(s)")
     for m in models:
         print(f"  {m}")
-    if models:
-        print(f"inspect one: farm inspect '{models[0]}'")
-        print(f"render one:  farm render '{models[0]}' -o {Path(models[0]).stem}.png")
+    if models:  # commands to paste: the entry quoted (always, as a shell word; a quote in it too)
+        entry = shlex.quote(models[0]) if shlex.quote(models[0]) != models[0] else f"'{models[0]}'"
+        print(f"inspect one: farm inspect {entry}")
+        print(f"render one:  farm render {entry} -o {shlex.quote(Path(models[0]).stem + '.png')}")
     return 0
 
 
