@@ -230,3 +230,25 @@ def test_status_and_retry_after_the_coordinator_died(job_dir, monkeypatch, capsy
     assert job.keys("failed") == ["models/broken.mdx|-|0ms|auto|64x64|msaa0|team0|transparent"]
     # neither the finished batches nor the model that does not load were sent again
     assert job.data["runs"][0]["frames"] == len(plan.traces) - done - 1
+
+
+def test_broker_local_runs_here_whatever_farm_broker_url_says(job_dir, monkeypatch, capsys):
+    """`--broker local` is resolved once: the runner does not resolve it again and pick up
+    FARM_BROKER_URL (a broker that is not there: the run would stop on it, or go to Celery)."""
+    monkeypatch.setenv("FARM_RENDERER", "synthetic")
+    monkeypatch.setenv("FARM_BROKER_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
+    out = job_dir / "out"
+    assert main(["run", str(job_dir / "job.toml"), "--out", str(out), "--broker", "local", "--workers", "1",
+                 "--no-progress"]) == 1  # the broken model's frame failed as planned; the rest rendered
+    assert "cannot reach the broker" not in capsys.readouterr().err
+    job = job_of(out)
+    assert job.data["runs"][-1]["mode"] == "local"
+    assert job.counts()["pending"] == 0 and job.counts()["done"] == job.counts()["total"] - 1
+    done = job.keys("done")[0]
+    job.traces[done].update(status="pending", digest=None)  # as a `farm run` stopped before recording it
+    job.save(force=True)
+    assert main(["retry", job.id, "--out", str(out), "--pending", "--broker", "local", "--workers", "1",
+                 "--no-progress"]) == 1
+    assert "cannot reach the broker" not in capsys.readouterr().err
+    job = JobState.load(job.id, out)
+    assert job.data["runs"][-1]["mode"] == "local" and job.traces[done]["status"] == "done"

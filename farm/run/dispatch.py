@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from farm.environment import broker_url
+from farm.environment import check_reachable
 from farm.run.execute import BatchResult
 
 __all__ = ["RUNNERS", "RunnerUnavailable", "in_flight", "mode", "run_batches"]
@@ -38,12 +38,20 @@ def _runner(name: str) -> Callable:
     return getattr(importlib.import_module(module), attr)
 
 
+def _reach(broker: str | None) -> None:
+    """A broker about to be used is connected to once (farm.environment.check_reachable)."""
+    if broker:
+        check_reachable(broker)
+
+
 def run_batches(job_id: str, batches: list, store, *, broker: str | None, workers: int | None,
                 on_result: Callable[[BatchResult], None], progress=None, follow: list | None = None) -> None:
-    """Run `batches` for `job_id` on the runner `broker` names (see farm.environment.broker_url);
-    `follow` ((task id or None, batch) pairs, from `in_flight`) are batches already sent and still
-    queued or running: followed to their end, not sent again."""
-    broker = broker_url(broker, reach=True)  # checked, and connected to once
+    """Run `batches` for `job_id` on the runner `broker` names: the URL the caller resolved with
+    farm.environment.broker_url, None to run locally (never resolved again here: ``--broker local``
+    resolves to None, which must not turn into FARM_BROKER_URL); `follow` ((task id or None, batch)
+    pairs, from `in_flight`) are batches already sent and still queued or running: followed to their
+    end, not sent again."""
+    _reach(broker)
     where = broker if broker else workers
     extra = {"follow": follow} if follow else {}
     _runner(mode(broker))(job_id, batches, store, where, on_result, progress, **extra)
@@ -55,8 +63,9 @@ IN_FLIGHT = {"celery": "farm.celery.client:in_flight"}
 
 
 def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> dict[str, str | None]:
-    """The batches among `batch_ids` that the runner `broker` names still has queued or running."""
-    broker = broker_url(broker, reach=True)  # checked, and connected to once
+    """The batches among `batch_ids` that the runner `broker` (resolved, as for `run_batches`) still
+    has queued or running."""
+    _reach(broker)
     name = IN_FLIGHT.get(mode(broker))
     if name is None or not batch_ids:
         return {}
