@@ -120,11 +120,7 @@ def cmd_run(args) -> int:
         compared = None
         if not args.no_compare:
             with contextlib.redirect_stdout(sys.stderr):
-                compared, results, html = compare_step(job, args.goldens, allow_new=args.allow_new,
-                                                       report=args.report, update=args.update_goldens,
-                                                       allow_blank=args.allow_blank,
-                                                       allow_missing=args.allow_missing,
-                                                       image_base=args.image_base, report_url=args.report_url)
+                compared, results, html = compare_step(job, args.goldens, **_compare_options(args))
             if results is not None:
                 out["comparison"] = results_json(results, html)
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -132,11 +128,15 @@ def cmd_run(args) -> int:
     rendered = _finish_job(job, "run")
     if args.no_compare:
         return rendered
-    compared = compare_after_run(job, args.goldens, allow_new=args.allow_new, report=args.report,
-                                 update=args.update_goldens, allow_blank=args.allow_blank,
-                                 allow_missing=args.allow_missing, image_base=args.image_base,
-                                 report_url=args.report_url)
+    compared = compare_after_run(job, args.goldens, **_compare_options(args))
     return max(rendered, compared or 0)
+
+
+def _compare_options(args) -> dict:
+    """What `farm run` asks of its comparison step (compare_step), with --json or without."""
+    return {"allow_new": args.allow_new, "report": args.report, "update": args.update_goldens,
+            "allow_blank": args.allow_blank, "allow_missing": args.allow_missing, "image_base": args.image_base,
+            "report_url": args.report_url}
 
 
 def cmd_status(args) -> int:
