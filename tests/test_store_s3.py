@@ -381,6 +381,21 @@ def test_delivery_counts_from_many_processes_all_count(store_env):
     assert store.deliveries("j", "b") == 0 and store.unfinished("j", "b") == []
 
 
+
+def test_a_delivery_of_this_process_is_never_its_own_death_whatever_the_host_name(store_env, tmp_path, monkeypatch):
+    """Each store notes who began a delivery (farm.store.base.delivery_owner) as the worker looks
+    itself up (farm.run.execute: `deaths`), also on a host whose name has a space."""
+    from farm.plan.batches import Batch
+    from farm.run.execute import FRAMES
+    from farm.store import open_store
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "build box")
+    batch = Batch("/m/crate.mdx", "crate.mdx", None, "Stand", "Stand", [0], ["k"], id="b")
+    for store in (open_store(f"s3://{BUCKET}/owner"), open_store(tmp_path / "folder")):
+        store.begin_batch("j", "b")
+        assert store.unfinished("j", "b") == [("build_box", os.getpid())], store
+        assert FRAMES.deaths(store, "j", batch) == 0, store  # the one unfinished delivery is this one
+
 def test_farm_out_and_the_project_file_name_an_s3_store(s3, tmp_path):
     from farm.environment import DEFAULT_OUT, default_reports
 

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 from farm.environment import default_int
 from farm.plan.batches import Batch, error_text, find_sequence, read_model_and_digest
 from farm.run.budget import Budgets, frame_deadline, over_budget
+from farm.store.base import delivery_owner
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
 
@@ -168,7 +168,7 @@ class BatchKind:
             unfinished = list(store.unfinished(job_id, batch.id))
         except OSError:
             return 0
-        here, me = socket.gethostname().replace(" ", "_"), os.getpid()
+        here, me = delivery_owner()
         if (here, me) in unfinished:
             unfinished.remove((here, me))
         return sum(not (host == here and pid != me and _alive(pid)) for host, pid in unfinished)

@@ -26,9 +26,12 @@ new module here plus a scheme in `open_store`. The rules every kind keeps:
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Store", "merge_batch_results"]
+__all__ = ["Store", "delivery_owner", "merge_batch_results", "open_deliveries"]
 
 
 @runtime_checkable
@@ -87,3 +90,19 @@ def merge_batch_results(old: dict | None, new: dict) -> dict:
         frames.append(f if g is None or f.get("status") == "done" else g)
     frames.extend(incoming.values())
     return {**old, **{k: v for k, v in new.items() if k != "frames"}, "frames": frames}
+
+
+def delivery_owner() -> tuple[str, int]:
+    """Who `begin_batch` and `end_batch` note a delivery for, as `unfinished` gives it back and a
+    worker looks itself up (farm.run.execute): this machine's host name (a space as "_") and pid."""
+    return socket.gethostname().replace(" ", "_"), os.getpid()
+
+
+def open_deliveries(events: Iterable[tuple[str, tuple[str, int]]]) -> list[tuple[str, int]]:
+    """`unfinished` from a batch's delivery events, ("x" began or "e" ended, (host, pid)) in the order
+    they were noted: the deliveries that began and did not end, sorted. A process runs one batch at
+    a time, so starts and ends pair up per process."""
+    open_: dict[tuple[str, int], int] = {}
+    for what, who in events:
+        open_[who] = open_.get(who, 0) + (1 if what == "x" else -1)
+    return [who for who, n in sorted(open_.items()) for _ in range(max(0, n))]

@@ -29,12 +29,11 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 from farm.files import append_json_line, atomic_write, atomic_write_json, json_bytes, read_json_lines
-from farm.store.base import merge_batch_results
+from farm.store.base import delivery_owner, merge_batch_results, open_deliveries
 from farm.store.documents import check_batch_result, check_job, read_document
 
 __all__ = ["FolderStore"]
@@ -121,8 +120,8 @@ class FolderStore:
         path = self.attempts_path(job_id, batch_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        line = b"%s %s %d\n" % (what, socket.gethostname().encode("utf-8", "replace").replace(b" ", b"_"),
-                                os.getpid())
+        host, pid = delivery_owner()
+        line = b"%s %s %d\n" % (what, host.encode("utf-8", "replace"), pid)
         try:
             os.write(fd, line)  # one small O_APPEND write per event
         finally:
@@ -141,14 +140,10 @@ class FolderStore:
 
     def unfinished(self, job_id: str, batch_id: str) -> list[tuple[str, int]]:
         """The deliveries of a batch that began and did not end, as (host, pid) of their process:
-        running now (or stopped), or their process died. A process runs one batch at a time, so
-        starts and ends pair up per process."""
-        open_: dict[tuple[str, int], int] = {}
-        for fields in self._attempts(job_id, batch_id):
-            who = (fields[1] if len(fields) > 1 else "", int(fields[2]) if len(fields) > 2 and fields[2].isdigit()
-                   else 0)
-            open_[who] = open_.get(who, 0) + (1 if fields[0] == "x" else -1)
-        return [who for who, n in open_.items() for _ in range(max(0, n))]
+        running now (or stopped), or their process died (base.open_deliveries)."""
+        return open_deliveries((fields[0], (fields[1] if len(fields) > 1 else "",
+                                            int(fields[2]) if len(fields) > 2 and fields[2].isdigit() else 0))
+                               for fields in self._attempts(job_id, batch_id))
 
     def reset_batch(self, job_id: str, batch_id: str) -> None:
         """Forget a batch's deliveries (the coordinator does this when it submits the batch)."""

@@ -51,7 +51,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from farm.files import atomic_write, json_bytes
-from farm.store.base import merge_batch_results
+from farm.store.base import delivery_owner, merge_batch_results, open_deliveries
 from farm.store.documents import StoreError, check_batch_result, check_job, read_document
 
 __all__ = ["MAX_ATTEMPTS", "S3Store", "TreeMirror", "parse_s3_url"]
@@ -239,8 +239,9 @@ class S3Store:
         self._event(job_id, batch_id, "e")
 
     def _event(self, job_id: str, batch_id: str, what: str) -> None:
-        host = quote(socket.gethostname(), safe="")
-        self._put(self._attempts_rel(job_id, batch_id) + f"{what}-{secrets.token_hex(8)}-{os.getpid()}-{host}", b"")
+        host, pid = delivery_owner()
+        name = f"{what}-{secrets.token_hex(8)}-{pid}-{quote(host, safe='')}"
+        self._put(self._attempts_rel(job_id, batch_id) + name, b"")
 
     def _events(self, job_id: str, batch_id: str) -> list[tuple[str, str, int]]:
         out = []
@@ -255,11 +256,8 @@ class S3Store:
         return sum(what == "x" for what, _, _ in self._events(job_id, batch_id))
 
     def unfinished(self, job_id: str, batch_id: str) -> list[tuple[str, int]]:
-        """Deliveries that began and did not end, as (host, pid): starts and ends pair up per process."""
-        open_: dict[tuple[str, int], int] = {}
-        for what, host, pid in self._events(job_id, batch_id):
-            open_[(host, pid)] = open_.get((host, pid), 0) + (1 if what == "x" else -1)
-        return [who for who, n in sorted(open_.items()) for _ in range(max(0, n))]
+        """Deliveries that began and did not end, as (host, pid) (base.open_deliveries)."""
+        return open_deliveries((what, (host, pid)) for what, host, pid in self._events(job_id, batch_id))
 
     def reset_batch(self, job_id: str, batch_id: str) -> None:
         self._delete_under(self._attempts_rel(job_id, batch_id))
