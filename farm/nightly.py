@@ -143,7 +143,7 @@ def beat_command(settings: dict, broker: str, environ: Mapping[str, str] | None 
     env = os.environ if environ is None else environ
     state = Path(settings["state"]).absolute()
     state.mkdir(parents=True, exist_ok=True)
-    queues = f"{env.get('FARM_QUEUE') or variable_default('FARM_QUEUE')},{settings['queue']}"
+    queues = f"{env_str('FARM_QUEUE', env)},{settings['queue']}"
     return "\n".join((
         f"export FARM_BROKER_URL={shlex.quote(broker)}",
         f"FARM_NIGHTLY_MANIFEST={shlex.quote(str(Path(settings['manifest']).absolute()))} celery -A farm.celery"
