@@ -95,6 +95,11 @@ def _message_task(raw) -> tuple[str, dict]:
         return "", {}
 
 
+def _queue() -> str:
+    """The queue batches are sent to: FARM_QUEUE as this process has it now, else the app's."""
+    return os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
+
+
 def broker_tasks(queue: str, conn=None) -> dict[str, dict]:
     """Task id -> keyword arguments of every batch the (Redis) broker holds for `queue`: queued, or
     delivered to a worker and not acknowledged yet (running, or waiting for a retry's countdown)."""
@@ -121,7 +126,7 @@ def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> d
     if broker:
         app.conf.broker_url = broker
     wanted = set(batch_ids)
-    queue = os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
+    queue = _queue()
     found: dict[str, str | None] = {}
     try:
         for task_id, kwargs in broker_tasks(queue).items():
@@ -217,7 +222,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
         app.conf.broker_url = broker
         if not os.environ.get("FARM_RESULT_BACKEND"):
             app.conf.result_backend = broker
-    queue = os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
+    queue = _queue()
 
     def say(text: str) -> None:
         log.warning("%s", text)
