@@ -31,7 +31,7 @@ from farm.celery.app import app
 from farm.celery.tasks import render_batch_task
 from farm.environment import env_int, redact_url
 from farm.run.dispatch import RunnerUnavailable
-from farm.run.execute import BatchResult
+from farm.run.execute import BatchResult, record_forward
 
 __all__ = ["broker_tasks", "in_flight", "run_celery"]
 
@@ -202,11 +202,10 @@ def _failed(store, job_id: str, batch, error: str) -> BatchResult:
     were not recorded as done fail with `error`; those that were stay done (the store merges forward)."""
     result = BatchResult.all_failed(batch, error)
     try:
-        merged = store.write_batch_result(job_id, result.to_dict())
+        return record_forward(store, job_id, result)
     except OSError as e:
         log.warning("batch %s: its failure was not written to the store: %s", batch.id, e)
         return result
-    return BatchResult.from_dict(merged) if isinstance(merged, dict) else result
 
 
 def run_celery(job_id: str, batches: list, store, broker: str | None, on_result: Callable, progress=None,

@@ -57,6 +57,7 @@ __all__ = [
     "batch_kind",
     "diag_dict",
     "error_text",
+    "record_forward",
     "render_batch",
 ]
 
@@ -234,17 +235,24 @@ class BatchKind:
         """Make the result visible to the coordinator (and to `farm status`) through the store; returns
         the result the store holds after merging it forward (frames done before stay done)."""
         try:
-            merged = store.write_batch_result(job_id, result.to_dict())
+            return record_forward(store, job_id, result)
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
-        if not isinstance(merged, dict):
-            return result
-        times = {f.key: f.render_s for f in result.frames}
-        out = BatchResult.from_dict(merged)
-        for f in out.frames:
-            f.render_s = times.get(f.key)
-        out.attempt = result.attempt
-        return out
+
+
+def record_forward(store, job_id: str, result: BatchResult) -> BatchResult:
+    """Write `result` to the store, which merges it forward (Store.write_batch_result: a frame done
+    before stays done); returns what the store now holds, with this result's render times and
+    attempt (never stored). An OSError passes through (each caller says what it means)."""
+    merged = store.write_batch_result(job_id, result.to_dict())
+    if not isinstance(merged, dict):
+        return result
+    times = {f.key: f.render_s for f in result.frames}
+    out = BatchResult.from_dict(merged)
+    for f in out.frames:
+        f.render_s = times.get(f.key)
+    out.attempt = result.attempt
+    return out
 
 
 FRAMES = BatchKind()
