@@ -5,12 +5,10 @@ draws exactly what farm render drew before; a blank frame is never silent (issue
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from farm_cli import farm
 from render_util import box_fraction, touches_border
 
 from farm.look import blank_warning, default_time
@@ -21,13 +19,7 @@ from renderer.model import Extent
 from renderer.png import png_bytes, read_png
 from renderer.samples.build import crate, effects
 
-ENV = {"EGL_PLATFORM": "surfaceless", "PYOPENGL_PLATFORM": "egl", "PATH": "/usr/bin:/bin"}
 SIZE = 96
-
-
-def farm(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "farm.cli", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=ENV)
 
 
 def drawn(rgba) -> np.ndarray:

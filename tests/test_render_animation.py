@@ -6,24 +6,15 @@ keeps every frame's trace."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from farm_cli import farm
 from PIL import Image
 
 from farm.images import encode_animation, read_animation
 from renderer.png import read_png
 from renderer.samples import write_samples
-
-ENV = {"EGL_PLATFORM": "surfaceless", "PYOPENGL_PLATFORM": "egl", "PATH": "/usr/bin:/bin"}
-
-
-def farm(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "farm.cli", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env=ENV)
 
 
 @pytest.fixture(scope="module")
