@@ -150,6 +150,29 @@ def test_a_torn_log_line_is_left_out_and_cut_off(models, monkeypatch):
     assert after.traces[key]["status"] == "failed" and after.traces[key]["error"] == "whole"
 
 
+
+@pytest.mark.parametrize("record, problem", [
+    ({"seq": 99, "traces": {"KEY": 5}}, "trace 'KEY' must be an object, not an integer"),
+    ({"seq": 99, "traces": {"KEY": {"status": "bogus"}}}, "trace 'KEY' has status 'bogus', not one of pending,"),
+    ({"seq": 99, "batches": [1]}, "'batches' must be an object, not an array"),
+    ({"seq": 99, "batches": {"b": "x"}}, "batch 'b' must be an object, not a string"),
+    ({"seq": 99, "runs": {}}, "'runs' must be an array, not an object"),
+    ({"seq": "99", "traces": {}}, "'seq' must be an integer (the record's number), not a string"),
+])
+def test_a_log_record_of_the_wrong_shape_is_one_sentence(models, monkeypatch, capsys, record, problem):
+    """A damaged log record (changed by hand) stops `farm status` with one sentence naming the job,
+    the store, the record and what is wrong, never a TypeError."""
+    _, job = simulated_run(models, 50, monkeypatch)
+    store: FolderStore = job.store
+    key = sorted(job.traces)[0]
+    with open(store.job_log_path(job.id), "a", encoding="utf-8") as f:
+        f.write(json.dumps(record).replace("KEY", key) + "\n")
+    assert main(["status", job.id, "--out", str(store.root)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    where = f"error: the log of job {job.id!r} in {store.location}: record {record['seq']!r}: "
+    assert err.startswith(where + problem.replace("KEY", key)), err
+
 # --- a kill between two writes
 
 

@@ -42,6 +42,7 @@ from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
 from farm.store import Store, open_store, split_job_url
+from farm.store.documents import check_job_log_record
 
 __all__ = ["JobError", "JobState", "retry_job", "run_job", "status_text"]
 
@@ -128,9 +129,9 @@ class JobState:
     def _apply(self, rec: dict) -> None:
         """Apply one log record (written by `save`) unless the document holds it already."""
         seq = rec.get("seq")
-        if not isinstance(seq, int) or not isinstance(rec.get("traces", {}), dict):
-            raise JobError(f"the log of job {self.id!r} in {self.store.location} has a record without its"
-                           f" sequence number or traces: {str(rec)[:120]}")
+        problem = check_job_log_record(rec)
+        if problem:
+            raise JobError(f"the log of job {self.id!r} in {self.store.location}: record {seq!r}: {problem}")
         if seq <= int(self.data.get("log") or 0):
             return
         for key, fields in rec.get("traces", {}).items():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["StoreError", "check_batch_result", "check_job", "read_document"]
+__all__ = ["StoreError", "check_batch_result", "check_job", "check_job_log_record", "read_document"]
 
 TRACE_STATUSES = ("pending", "done", "failed")  # a trace's status in a job document
 FRAME_STATUSES = ("done", "failed")  # a frame's status in a batch result
@@ -76,6 +76,25 @@ def check_job(doc) -> str | None:
             return f"trace {key!r} must be an object, not {_kind(trace)}"
         if trace.get("status") not in TRACE_STATUSES:
             return f"trace {key!r} has status {trace.get('status')!r}, not one of {', '.join(TRACE_STATUSES)}"
+    return None
+
+
+def check_job_log_record(rec: dict) -> str | None:
+    """What is wrong with the shape of a record of a job's log (Store.read_job_log; farm.run.jobs
+    writes them: seq, and what changed of traces, batches, runs), or None."""
+    if not _fits(rec.get("seq"), (int,)):
+        return f"'seq' must be an integer (the record's number), not {_kind(rec.get('seq'))}"
+    for name, kind in (("traces", dict), ("batches", dict), ("runs", list)):
+        if name in rec and not isinstance(rec[name], kind):
+            return f"'{name}' must be {_names((kind,))}, not {_kind(rec[name])}"
+    for key, fields in rec.get("traces", {}).items():
+        if not isinstance(fields, dict):
+            return f"trace {key!r} must be an object, not {_kind(fields)}"
+        if "status" in fields and fields["status"] not in TRACE_STATUSES:
+            return f"trace {key!r} has status {fields['status']!r}, not one of {', '.join(TRACE_STATUSES)}"
+    for batch_id, batch in rec.get("batches", {}).items():
+        if not isinstance(batch, dict):
+            return f"batch {batch_id!r} must be an object, not {_kind(batch)}"
     return None
 
 
