@@ -218,3 +218,19 @@ def test_wireframe_frames_differ_and_say_so_in_the_trace(samples):
     assert lines.trace["wireframe"] is True and "wireframe" not in filled.trace
     assert not np.array_equal(lines.rgba, filled.rgba) and np.array_equal(again.rgba, filled.rgba)
     assert (lines.rgba[..., 3] > 0).sum() < (filled.rgba[..., 3] > 0).sum()
+
+
+@pytest.mark.parametrize("argv", [["view", "{a}", "--hidden", "--script", "quit"], ["render", "{a}", "-o", "x.png"],
+                                  ["convert", "{a}", "x.mdl"]])
+def test_an_archive_given_as_the_model_gets_the_same_sentence_from_every_command(tmp_path, capsys, argv):
+    """`farm view X.w3x`, like render and convert, says how to name a model inside an archive (not
+    "unknown model format"); the archive here is damaged, so listing it fails too, in the same sentence."""
+    from farm.cli import main
+
+    archive = tmp_path / "keep.w3x"
+    archive.write_bytes(b"junk")
+    args = [a.format(a=archive) for a in argv]
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: {archive} is an archive, not a model: name a model inside it as"
+                                        f" ARCHIVE:ENTRY") and err.count("\n") == 1, err

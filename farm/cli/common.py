@@ -16,6 +16,9 @@ from farm.report.text import summary_text
 from farm.run.jobs import JobState
 from farm.settings import SettingError, check_image_base, check_msaa, check_size, check_team
 from farm.store import open_store
+from renderer.assets.sources import archive_usage, is_archive
+from renderer.errors import FormatError
+from renderer.formats import load_model
 
 __all__ = [
     "LATEST",
@@ -26,6 +29,7 @@ __all__ = [
     "goldens_dir",
     "image_base_arg",
     "job_ref",
+    "load_model_arg",
     "load_job",
     "msaa_arg",
     "print_results",
@@ -59,6 +63,21 @@ def _arg(check, name: str, parse=int):
 
     convert.__name__ = name.lstrip("-")
     return convert
+
+
+def load_model_arg(path: str, strict: bool = False, **opts):
+    """The model a command was given (render, convert, inspect, view), or one sentence: the loader's
+    (FormatError) or a bad loader option (Halo's --lod, --permutation, --regions), which the loaders
+    report as ValueError; an archive given as the model is one sentence saying how to name an entry
+    (ARCHIVE:ENTRY)."""
+    if is_archive(path) and Path(path).is_file():
+        raise UsageError(f"{archive_usage(path)}; farm inspect {path} lists them all")
+    try:
+        return load_model(path, strict=strict, **opts)
+    except FormatError:
+        raise
+    except ValueError as e:
+        raise UsageError(f"{path}: {e}") from None
 
 
 def size_arg(text: str) -> tuple[int, int]:

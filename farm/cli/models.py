@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from farm.cli.common import UsageError, msaa_arg, size_arg, team_arg
+from farm.cli.common import UsageError, load_model_arg, msaa_arg, size_arg, team_arg
 from farm.environment import default_game
 from farm.files import atomic_write, atomic_write_json
 from farm.images import (
@@ -37,11 +37,10 @@ from farm.settings import (
 from renderer.anim import UnknownSequence
 from renderer.assets import MpqError, list_models, read_source
 from renderer.assets.search import AssetSearch, ModelLocation
-from renderer.assets.sources import archive_usage, is_archive
+from renderer.assets.sources import is_archive
 from renderer.camera import CameraError
-from renderer.errors import FormatError
 from renderer.files import is_stream
-from renderer.formats import load_model, save_model
+from renderer.formats import save_model
 from renderer.formats.halo import TAG_KINDS, format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
@@ -62,24 +61,10 @@ EXAMPLES = {
 }
 
 
-def _load(path: str, strict: bool = False, **opts):
-    """The model, or one sentence: the loader's (FormatError) or a bad loader option (Halo's --lod,
-    --permutation, --regions), which the loaders report as ValueError; an archive given as the
-    model is one sentence saying how to name an entry (ARCHIVE:ENTRY)."""
-    if is_archive(path) and Path(path).is_file():
-        raise UsageError(f"{archive_usage(path)}; farm inspect {path} lists them all")
-    try:
-        return load_model(path, strict=strict, **opts)
-    except FormatError:
-        raise
-    except ValueError as e:
-        raise UsageError(f"{path}: {e}") from None
-
-
 def cmd_inspect(args) -> int:
     if is_archive(args.file) and Path(args.file).is_file():
         return _inspect_archive(args)
-    model = _load(args.file, strict=args.strict, **_halo_options(args))
+    model = load_model_arg(args.file, strict=args.strict, **_halo_options(args))
     if model.format == "halo":
         if args.json:
             info = dict(model.info, diagnostics=[d.as_dict() for d in model.diagnostics], path=model.path)
@@ -149,7 +134,7 @@ def _add_halo_options(s) -> None:
 
 def cmd_convert(args) -> int:
     # A model with broken indices still converts (with diagnostics) so it can be fixed by hand.
-    model = _load(args.input, strict=args.strict, check_indices=False)
+    model = load_model_arg(args.input, strict=args.strict, check_indices=False)
     src, dst = Path(args.input).suffix.lower(), Path(args.output).suffix.lower()
     if dst not in (".mdx", ".mdl"):
         raise SystemExit(f"farm convert: cannot write {args.output!r}: the output must end in .mdx or .mdl")
@@ -255,7 +240,7 @@ def _warn_blank(name: str, model, seq, blank: list[tuple[int, str]], count: int)
 def cmd_render(args) -> int:
     animated = _animated(args)
     fmt = _output_format(args.output, animated)
-    model = _load(args.model, strict=args.strict, **_halo_options(args))
+    model = load_model_arg(args.model, strict=args.strict, **_halo_options(args))
     sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
     try:
         seq = resolve_sequence(model, sequence)

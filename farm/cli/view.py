@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from farm.cli.common import UsageError, size_arg
+from farm.cli.common import UsageError, load_model_arg, size_arg
 from farm.settings import RenderSettings, check_assets
 from farm.view.state import ViewState, parse_script, script_help
 from renderer.errors import FormatError
-from renderer.formats import load_model
 from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
 
 __all__ = ["EXAMPLES", "add_parsers", "main"]
@@ -29,7 +28,7 @@ def cmd_view(args) -> int:
         script = parse_script(args.script) if args.script is not None else None
     except ValueError as e:
         raise UsageError(f"--script: {e}") from None
-    model = load_model(args.model)
+    model = load_model_arg(args.model)
     render = RenderSettings(assets=check_assets(args.assets, "--assets"), lighting=args.lighting)
     state = ViewState.for_model(model, args.model, width=args.size[0], height=args.size[1], render=render)
     from farm.view.window import ViewWindow  # noqa: PLC0415 - glfw and a window only for this command
