@@ -77,7 +77,8 @@ def run_demo(out: str | Path = "demo-out", goldens: str | Path | None = None, wo
         print(f"warning: the sample models changed since {goldens / 'models'} was written ({', '.join(changed)});"
               f" the demo renders the committed ones. Refresh them with python -c \"from renderer.samples import"
               f" write_samples; write_samples('{goldens / 'models'}')\" and approve the new frames.")
-    job = run_job(manifest, out=out / "store", workers=workers, progress=False)
+    # the local runner, whatever FARM_BROKER_URL says (workers elsewhere cannot see this store)
+    job = run_job(manifest, out=out / "store", broker="local", workers=workers, progress=False)
     print(status_text(job))
     compared = compare_job(job, goldens, report=out / "report")
     results, report = compared.results, compared.html

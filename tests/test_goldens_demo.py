@@ -78,8 +78,9 @@ def test_no_stale_goldens(capsys):
 
 
 @pytest.mark.gl
-def test_demo_end_to_end(tmp_path, capsys):
+def test_demo_end_to_end(tmp_path, capsys, monkeypatch):
     pytest.importorskip("renderer.anim")
+    monkeypatch.setenv("FARM_BROKER_URL", "redis://127.0.0.1:1/0")  # the demo runs locally whatever this says
     rc = main(["demo", "--out", str(tmp_path / "demo")])
     out = capsys.readouterr().out
     assert rc == 0, out
