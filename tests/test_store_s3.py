@@ -529,6 +529,34 @@ def test_a_celery_worker_elsewhere_renders_into_the_bucket(s3, tmp_path):
     assert list(elsewhere.iterdir()) == [], list(elsewhere.iterdir())  # nothing written on the worker's disk
 
 
+
+def test_loading_a_job_fetches_only_the_log_records_its_document_lacks(store_env, monkeypatch):
+    """The job document says up to which log record it holds (``log``); the S3 store lists the log
+    and GETs only the later records (one request each), not every record of the run again."""
+    from farm.run.jobs import JobState
+    from farm.store import open_store
+    from farm.store.s3 import S3Store
+
+    store = open_store(f"s3://{BUCKET}/log-after")
+    key = "models/a.mdx|Stand|0ms|auto|8x8|msaa0|team0|transparent"
+    trace = {"model": "models/a.mdx", "batch": "b1", "status": "pending", "digest": None, "error": None, "attempts": 0}
+    for seq in range(1, 6):
+        store.append_job_log("j", {"seq": seq, "traces": {key: {**trace, "status": "done", "digest": f"{seq:064x}"}}})
+    store.write_job("j", {"format": "modelfarm.job/1", "job": "j", "log": 3, "runs": [], "batches": {},
+                          "traces": {key: {**trace, "status": "done", "digest": f"{3:064x}"}}})
+    fetched = []
+    read = S3Store._read
+
+    def counting(self, rel):
+        if "/log/" in rel:
+            fetched.append(int(rel.rsplit("/", 1)[1][:12]))
+        return read(self, rel)
+
+    monkeypatch.setattr(S3Store, "_read", counting)
+    job = JobState.load("j", store.location)
+    assert job.traces[key]["digest"] == f"{5:064x}"  # the later records applied, in order
+    assert sorted(fetched) == [4, 5]
+
 def test_a_damaged_object_is_one_sentence_naming_its_url(store_env, tmp_path):
     from farm.run.jobs import JobError, JobState
     from farm.store import open_store

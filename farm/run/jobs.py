@@ -119,7 +119,7 @@ class JobState:
                            f" {data.get('format')!r})")
         job = cls(store, data, stored=True)
         try:
-            records = store.read_job_log(job_id)
+            records = store.read_job_log(job_id, after=int(data.get("log") or 0))  # the rest the document holds
         except ValueError as e:
             raise JobError(f"the log of job {job_id!r} is damaged: {e}") from None
         for rec in records:

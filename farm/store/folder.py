@@ -194,7 +194,8 @@ class FolderStore:
     def append_job_log(self, job_id: str, record: dict) -> None:
         append_json_line(self.job_log_path(job_id), record)
 
-    def read_job_log(self, job_id: str) -> list[dict]:
+    def read_job_log(self, job_id: str, after: int = 0) -> list[dict]:
+        """Every record (one read of one file; the reader skips those numbered `after` or below)."""
         return read_json_lines(self.job_log_path(job_id))
 
     def write_index(self, job_id: str, index: dict) -> None:

@@ -312,9 +312,11 @@ class S3Store:
         name = f"{seq:012d}" if isinstance(seq, int) and seq >= 0 else "zzzzzzzzzzzz"
         self._put(f"jobs/{job_id}/log/{name}-{hashlib.sha256(data).hexdigest()[:16]}.json", data)
 
-    def read_job_log(self, job_id: str) -> list[dict]:
-        """The log's records in order; one that is not a JSON object raises ValueError naming it."""
-        names = self._list(f"jobs/{job_id}/log/")
+    def read_job_log(self, job_id: str, after: int = 0) -> list[dict]:
+        """The log's records in order, but for those numbered `after` or below (their names say so: no
+        GET for a record the job document already holds); one that is not a JSON object raises
+        ValueError naming it."""
+        names = [n for n in self._list(f"jobs/{job_id}/log/") if not (n[:12].isdigit() and int(n[:12]) <= after)]
 
         def fetch(name: str) -> bytes | None:
             try:
