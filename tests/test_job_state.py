@@ -173,6 +173,21 @@ def test_a_log_record_of_the_wrong_shape_is_one_sentence(models, monkeypatch, ca
     where = f"error: the log of job {job.id!r} in {store.location}: record {record['seq']!r}: "
     assert err.startswith(where + problem.replace("KEY", key)), err
 
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("log", "x", "'log' must be an integer (the last log record it holds), not a string"),
+    ("runs", {}, "'runs' must be an array, not an object"),
+])
+def test_a_job_document_whose_log_or_runs_is_of_the_wrong_shape_is_one_sentence(models, monkeypatch, capsys, field,
+                                                                                 value, problem):
+    _, job = simulated_run(models, 50, monkeypatch)
+    store: FolderStore = job.store
+    doc = json.loads(store.job_path(job.id).read_text())
+    store.job_path(job.id).write_text(json.dumps({**doc, field: value}))
+    assert main(["status", job.id, "--out", str(store.root)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {store.job_path(job.id)}: {problem}\n", err
+
 # --- a kill between two writes
 
 

@@ -71,6 +71,10 @@ def check_job(doc) -> str | None:
     for name, kind in (("job", str), ("traces", dict), ("batches", dict)):
         if not isinstance(doc.get(name), kind):
             return f"'{name}' must be {_names((kind,))}, not {_kind(doc.get(name))}"
+    if "runs" in doc and not isinstance(doc["runs"], list):
+        return f"'runs' must be an array, not {_kind(doc['runs'])}"
+    if not _fits(doc.get("log"), (int, None)):
+        return f"'log' must be an integer (the last log record it holds), not {_kind(doc.get('log'))}"
     for key, trace in doc["traces"].items():
         if not isinstance(trace, dict):
             return f"trace {key!r} must be an object, not {_kind(trace)}"
