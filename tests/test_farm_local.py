@@ -252,3 +252,26 @@ def test_broker_local_runs_here_whatever_farm_broker_url_says(job_dir, monkeypat
     assert "cannot reach the broker" not in capsys.readouterr().err
     job = JobState.load(job.id, out)
     assert job.data["runs"][-1]["mode"] == "local" and job.traces[done]["status"] == "done"
+
+
+def test_a_retry_that_cannot_reach_its_broker_changes_nothing(job_dir, monkeypatch, capsys):
+    """The broker is reached before the job is touched: a failed frame stays failed with its error,
+    no run is recorded, its batch result stays."""
+    from farm.run.execute import BatchResult, FrameResult
+
+    monkeypatch.setenv("FARM_RENDERER", "synthetic")
+    out = job_dir / "out"
+    job = run_job(job_dir / "job.toml", out=out, workers=1, progress=False)
+    key = job.keys("done")[0]
+    t = job.traces[key]
+    job.record(BatchResult(t["batch"], [FrameResult(key, t["time_ms"], "failed", error="the frame took too long")]))
+    job.save(force=True)
+    document = job.store.job_path(job.id).read_bytes()
+    assert job.store.read_batch_result(job.id, t["batch"]) is not None
+    assert main(["retry", job.id, "--out", str(out), "--failed", "--broker", "redis://127.0.0.1:1/0",
+                 "--no-progress"]) == 2
+    assert "cannot reach the broker redis://127.0.0.1:1/0" in capsys.readouterr().err
+    again = JobState.load(job.id, out)
+    assert again.traces[key]["status"] == "failed" and again.traces[key]["error"] == "the frame took too long"
+    assert job.store.job_path(job.id).read_bytes() == document and len(again.data["runs"]) == 1
+    assert job.store.read_batch_result(job.id, t["batch"]) is not None

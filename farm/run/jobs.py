@@ -354,7 +354,7 @@ def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, 
         batches.append(b if len(keys) == len(b.keys) else b.subset(keys))
     # Pending batches still queued or running (`farm run` was interrupted, its workers went on) are
     # followed, not sent again: sending them twice would render their frames twice.
-    broker = broker_url(broker)
+    broker = broker_url(broker, reach=bool(batches))  # before the job is touched: a broker not there changes nothing
     busy = in_flight(job.id, job.store, broker, [b.id for b in batches]) if pending else {}
     follow = [(busy[b.id], b) for b in batches if b.id in busy]
     batches = [b for b in batches if b.id not in busy]
