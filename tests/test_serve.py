@@ -178,7 +178,7 @@ def test_beyond_loopback_every_request_needs_the_token(tmp_path):
     state = ReportServer(run, g, by="Remote Tester", token="s3cret-token")
     with pytest.raises(ValueError, match="only with FARM_SERVE_TOKEN"):
         make_server(state, "0.0.0.0", 0)
-    server = make_server(state, "0.0.0.0", 0, remote_token="s3cret-token")
+    server = make_server(state, "0.0.0.0", 0, token="s3cret-token")
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     port = server.server_address[1]

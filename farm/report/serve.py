@@ -40,7 +40,6 @@ import hmac
 import ipaddress
 import json
 import mimetypes
-import os
 import secrets
 import shutil
 import signal
@@ -58,6 +57,7 @@ from urllib.parse import unquote, urlsplit
 from farm import goldens as G
 from farm.compare.runs import compare_run, results_for
 from farm.compare.status import LABELS
+from farm.environment import env_str
 from farm.report.html import write_report
 from farm.report.model import counts_view
 from farm.settings import SettingError
@@ -78,8 +78,7 @@ def same_token(given: str, token: str) -> bool:
 def serve_token(environ=None) -> str | None:
     """FARM_SERVE_TOKEN, checked: it travels in a header and a cookie, so printable ASCII without
     spaces, quotes, ',', ';' or '\\' (a SettingError naming the variable, never the value)."""
-    env = os.environ if environ is None else environ
-    token = env.get("FARM_SERVE_TOKEN") or None
+    token = env_str("FARM_SERVE_TOKEN", environ)  # farm.environment reads FARM_* (unset or empty: None)
     if token is not None and not all(33 <= ord(c) <= 126 and c not in "\"',;\\" for c in token):
         raise SettingError(f"FARM_SERVE_TOKEN must be printable ASCII without spaces, quotes, ',', ';' or '\\'"
                            f" (it is sent as a header and a cookie); the one set has {len(token)} character(s)"
@@ -521,12 +520,11 @@ class _LimitedServerV6(LimitedServer):
 
 
 def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0, *,
-                token: str | None = None, remote_token: str | None = None) -> LimitedServer:
-    """A server for `state` on host:port. `token` (FARM_SERVE_TOKEN; `remote_token` is the same)
-    must be the state's token and then guards every request, pages included, on any bind. Loopback:
-    Host headers are checked, and without `token` decisions need the page's random token. Any other
-    address (a container's interface) only with `token`."""
-    token = token or remote_token
+                token: str | None = None) -> LimitedServer:
+    """A server for `state` on host:port. `token` (FARM_SERVE_TOKEN) must be the state's token and
+    then guards every request, pages included, on any bind. Loopback: Host headers are checked, and
+    without `token` decisions need the page's random token. Any other address (a container's
+    interface) only with `token`."""
     remote = not is_loopback(host)
     if remote and not token:
         raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
