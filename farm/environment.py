@@ -244,11 +244,8 @@ def check_broker(url: str, name: str = "--broker") -> str:
     if not sep or scheme not in BROKER_SCHEMES:
         raise SettingError(f"{name} {shown!r} is not a broker URL: expected redis://HOST:PORT/DB"
                            f" (scheme {' or '.join(BROKER_SCHEMES)})")
-    netloc, _, path = rest.partition("/")
-    hostport = netloc.rpartition("@")[2]
-    host, colon, port = (hostport.rpartition(":") if not hostport.endswith("]") else (hostport, "", ""))
-    if not colon:
-        host, port = hostport, ""
+    path = rest.partition("/")[2]
+    host, colon, port = _host_port(url)
     if not host.strip("[]"):
         raise SettingError(f"{name} {shown!r} has no host: expected redis://HOST:PORT/DB")
     if colon and not (port.isdigit() and 0 < int(port) <= 65535):
@@ -259,12 +256,17 @@ def check_broker(url: str, name: str = "--broker") -> str:
     return url
 
 
-def broker_address(url: str) -> tuple[str, int]:
-    """(host, port) of a broker URL that check_broker accepted (Redis's port 6379 when none is given)."""
+def _host_port(url: str) -> tuple[str, str, str]:
+    """(host as written, ":" or "", port text) of a URL's HOST[:PORT], after any user:password@ (an
+    [IPv6] host without a port stays whole)."""
     hostport = url.partition("://")[2].partition("/")[0].rpartition("@")[2]
     host, colon, port = hostport.rpartition(":") if not hostport.endswith("]") else (hostport, "", "")
-    if not colon:
-        host, port = hostport, ""
+    return (host, colon, port) if colon else (hostport, "", "")
+
+
+def broker_address(url: str) -> tuple[str, int]:
+    """(host, port) of a broker URL that check_broker accepted (Redis's port 6379 when none is given)."""
+    host, _, port = _host_port(url)
     return host.strip("[]"), int(port) if port else 6379
 
 
