@@ -428,6 +428,13 @@ def _handler(state: ReportServer, allowed_hosts: set[str] | None, guarded: bool)
                                               "timeout": READ_TIMEOUT})  # as the module has it now
 
 
+def check_bind(host: str, token: str | None) -> None:
+    """Beyond loopback only with FARM_SERVE_TOKEN (ValueError, one sentence): the buttons change the goldens."""
+    if not is_loopback(host) and not token:
+        raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
+                         f" change the golden index")
+
+
 def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -526,9 +533,7 @@ def make_server(state: ReportServer, host: str = "127.0.0.1", port: int = 0, *,
     without `token` decisions need the page's random token. Any other address (a container's
     interface) only with `token`."""
     remote = not is_loopback(host)
-    if remote and not token:
-        raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
-                         f" change the golden index")
+    check_bind(host, token)
     if token and token != state.token:
         raise ValueError("the server's token must be FARM_SERVE_TOKEN when it is set")
     bind = "127.0.0.1" if host == "localhost" else host
@@ -549,9 +554,7 @@ def serve(job, goldens: str | Path, *, host: str = "127.0.0.1", port: int = 8765
     (`--host 0.0.0.0` in a container) only with FARM_SERVE_TOKEN; when it is set, on any bind, every
     request must carry it."""
     token = serve_token()
-    if not is_loopback(host) and not token:
-        raise ValueError(f"farm serve binds {host!r} (beyond loopback) only with FARM_SERVE_TOKEN set: its buttons"
-                         f" change the golden index")
+    check_bind(host, token)  # before the comparison and the report folder are made
     state = ReportServer(job, goldens, by=by, allow_new=allow_new, token=token)
     try:
         server = make_server(state, host, port, token=token)
