@@ -119,9 +119,9 @@ class FolderStore:
     def _append(self, job_id: str, batch_id: str, what: bytes) -> None:
         path = self.attempts_path(job_id, batch_id)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         host, pid = delivery_owner()
         line = b"%s %s %d\n" % (what, host.encode("utf-8", "replace"), pid)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             os.write(fd, line)  # one small O_APPEND write per event
         finally:
