@@ -10,6 +10,7 @@ import json
 import os
 import re
 import socket
+import socketserver
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from golden_runs import image, key, make_run
 
-from farm.report.serve import ReportServer, make_server
+from farm.report.serve import LimitedServer, ReportServer, make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 K_NEW = key("models/b.mdx", "Walk", 0)
@@ -196,3 +197,28 @@ def test_a_bad_farm_serve_token_is_one_sentence(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "has space" not in r.stderr
     assert "FARM_SERVE_TOKEN must be printable ASCII" in r.stderr
+
+
+def test_a_stop_that_lands_just_after_a_thread_started_gives_its_slot_back_once(monkeypatch):
+    """SIGTERM's stop raises in the main thread; landing between a handler thread's start and the end of
+    process_request, both used to give the slot back: 'Semaphore released too many times' in a thread."""
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    start = socketserver.ThreadingMixIn.process_request
+
+    def start_then_stop(self, request, client_address):
+        start(self, request, client_address)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(socketserver.ThreadingMixIn, "process_request", start_then_stop)
+    server = LimitedServer(("127.0.0.1", 0), socketserver.BaseRequestHandler)
+    ours, theirs = socket.socketpair()
+    try:
+        with pytest.raises(SystemExit):
+            server.process_request(ours, ("127.0.0.1", 1))
+    finally:
+        theirs.close()
+        server.server_close()  # joins the handler thread
+    assert errors == []
+    assert all(server._slots.acquire(blocking=False) for _ in range(server.max_connections))
+    assert not server._slots.acquire(blocking=False)

@@ -455,6 +455,7 @@ class LimitedServer(ThreadingHTTPServer):
 
     def __init__(self, *args, **kwargs):
         self._slots = threading.BoundedSemaphore(self.max_connections)
+        self._holding: set[socket.socket] = set()  # connections that hold a slot (each gives it back once)
         self._waiting: OrderedDict[socket.socket, float] = OrderedDict()  # connection -> its deadline
         self._watch = threading.Lock()
         super().__init__(*args, **kwargs)
@@ -506,20 +507,29 @@ class LimitedServer(ThreadingHTTPServer):
             if not self._slots.acquire(timeout=self.read_timeout):  # every slot busy working: refuse
                 self.shutdown_request(request)
                 return
+        with self._watch:
+            self._holding.add(request)
         try:
             self.waiting(request)
             super().process_request(request, client_address)  # a thread for it (ThreadingMixIn)
-        except BaseException:
-            self.working(request)
-            self._slots.release()
+        except BaseException:  # no thread, or SIGTERM's stop landed after its start: one of us gives it back
+            self._release(request)
             raise
 
     def process_request_thread(self, request, client_address) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.working(request)
-            self._slots.release()
+            self._release(request)
+
+    def _release(self, request) -> None:
+        """The connection's slot back, once, whichever of its thread and `process_request` comes first."""
+        self.working(request)
+        with self._watch:
+            if request not in self._holding:
+                return
+            self._holding.discard(request)
+        self._slots.release()
 
 
 class _LimitedServerV6(LimitedServer):
