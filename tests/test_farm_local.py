@@ -163,6 +163,40 @@ class CrashingRenderer(SyntheticRenderer):
         return super().render(model, spec, model_digest)
 
 
+class LockDyingRenderer(SyntheticRenderer):
+    """Dies (SIGKILL) on a model named 'crash*' while holding the write lock of the pool's progress
+    queue, as a process killed by the stall watchdog or the OOM killer mid-report does."""
+
+    def render(self, model, spec, model_digest=None):
+        if Path(model.path).name.startswith("crash"):
+            from farm.run import local
+
+            local._queue._wlock.acquire()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().render(model, spec, model_digest)
+
+
+def test_a_process_killed_holding_the_progress_lock_does_not_hang_the_run(job_dir):
+    """CI's hang (thumbnails on a full disk, 1 run in 15 under load): a pool process killed while it
+    held the progress queue's write lock left the parent's exit waiting on that lock for ever (its
+    queue feeder thread, joined at exit) and the next pool's processes blocked on it too. The run
+    must end, fail the killer's batch only, and the process exit."""
+    shutil.copy(job_dir / "models" / "crate.mdx", job_dir / "models" / "crash.mdx")
+    (job_dir / "crash.toml").write_text('size = "32x32"\ntimestamps = [0]\nsequences = ["Stand"]\n'
+                                        '[[models]]\npaths = ["models/crate.mdx", "models/crash.mdx"]\n')
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from farm.run.jobs import run_job
+        job = run_job({str(job_dir / "crash.toml")!r}, out={str(job_dir / "out")!r}, workers=2, progress=False)
+        print(json.dumps(job.counts()))
+    """)
+    env = {**os.environ, "FARM_RENDERER": "test_farm_local:LockDyingRenderer", "FARM_MAX_DELIVERIES": "2"}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"total": 2, "done": 1, "failed": 1, "pending": 0}
+
+
 def test_parent_never_loads_gl_and_children_split_the_cores(job_dir):
     real_renderer()
     code = textwrap.dedent(f"""

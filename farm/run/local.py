@@ -8,7 +8,10 @@ batch, exactly as a Celery worker process does, so both give the same bytes. The
 plans, collects results and draws the progress bar; it never loads GL.
 
 Children report frame counts through a queue (for the bar) and return each batch's result.
-``FARM_MAX_TASKS_PER_CHILD`` recycles a process after that many batches, as in Celery.
+``FARM_MAX_TASKS_PER_CHILD`` recycles a process after that many batches, as in Celery. Each pool has
+a queue of its own: a child killed (or dying) while it writes to the queue leaves the queue's write
+lock held for ever, so the parent writes its wake-up sentinel only into the queue of a pool whose
+processes all lived, and a later pool's children never share a lock a dead one held.
 
 A child that dies (a segfault in a driver, the OOM killer) breaks the pool. The batches it may
 have been running, those whose delivery count grew without a result, are then run again one at
@@ -96,8 +99,6 @@ class _LocalRun:
         self.max_deliveries = max_deliveries or env_int("FARM_MAX_DELIVERIES")
         self.max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD") or None  # FARM_VARIABLES: 100, as in Celery
         self.ctx = mp.get_context(START_METHOD)
-        self.q = self.ctx.Queue()
-        self.stop = threading.Event()
         self.seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
         frame_s = Budgets.from_env().frame_seconds
         self.grace = env_int("FARM_STALL_GRACE_S")
@@ -107,15 +108,15 @@ class _LocalRun:
         self.isolated_runs: dict[str, int] = {}
         self.isolate: list[str] = []
 
-    def listen(self) -> None:
-        while not self.stop.is_set():
+    def listen(self, q, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
-                item = self.q.get(timeout=0.1)
+                item = q.get(timeout=0.1)
             except queue_mod.Empty:
                 continue
             except (EOFError, OSError):
                 return
-            if item is None:  # the parent's own sentinel: the run is over
+            if item is None:  # the parent's own sentinel: the pool is over
                 return
             batch_id, done, failed = item
             self.seen[batch_id] = time.monotonic()
@@ -136,26 +137,18 @@ class _LocalRun:
         return [b for b, at in list(self.seen.items()) if b in self.remaining and now - at > self.stall_s]
 
     def run(self, workers: int) -> None:
-        listener = threading.Thread(target=self.listen, name="farm-progress", daemon=True)
-        listener.start()
         fruitless = 0
-        try:
-            while self.remaining:
-                if self.isolate:
-                    self.run_isolated(self.isolate.pop(0))
-                    continue
-                count = len(self.remaining)
-                broken = self.run_pool(list(self.remaining), workers)  # in the order given (longest first)
-                fruitless = fruitless + 1 if broken and len(self.remaining) == count and not self.isolate else 0
-                if fruitless >= 3:  # processes die before starting any batch: GL set-up, most likely
-                    for b in list(self.remaining.values()):
-                        self.finish(BatchResult.all_failed(b, "worker processes die before rendering (check GL with"
-                                                              " `farm render`)"))
-        finally:
-            self.stop.set()
-            self.q.put(None)
-            listener.join(timeout=2)
-            self.q.close()
+        while self.remaining:
+            if self.isolate:
+                self.run_isolated(self.isolate.pop(0))
+                continue
+            count = len(self.remaining)
+            broken = self.run_pool(list(self.remaining), workers)  # in the order given (longest first)
+            fruitless = fruitless + 1 if broken and len(self.remaining) == count and not self.isolate else 0
+            if fruitless >= 3:  # processes die before starting any batch: GL set-up, most likely
+                for b in list(self.remaining.values()):
+                    self.finish(BatchResult.all_failed(b, "worker processes die before rendering (check GL with"
+                                                          " `farm render`)"))
 
     def run_isolated(self, batch_id: str) -> None:
         """A suspect of a dead process, alone in a pool of one; failed when it killed its process
@@ -173,11 +166,14 @@ class _LocalRun:
     def run_pool(self, ids: list[str], n: int) -> bool:
         """Run these batches in a pool of n; returns True when the pool broke."""
         before = {i: self.store.deliveries(self.job_id, i) for i in ids}
+        q, stop = self.ctx.Queue(), threading.Event()
+        listener = threading.Thread(target=self.listen, args=(q, stop), name="farm-progress", daemon=True)
+        listener.start()
         executor = ProcessPoolExecutor(max_workers=n, mp_context=self.ctx, initializer=_init_child,
-                                       initargs=(n, self.renderer, self.q), max_tasks_per_child=self.max_tasks)
+                                       initargs=(n, self.renderer, q), max_tasks_per_child=self.max_tasks)
         futures = {executor.submit(_run_batch, self.job_id, self.remaining[i].to_dict(), self.store.location,
                                    self.max_deliveries): i for i in ids}
-        broken = False
+        broken = killed = False
         try:
             pending = set(futures)
             while pending:
@@ -185,12 +181,16 @@ class _LocalRun:
                 stuck = self.stalled()
                 if stuck and not done:
                     self.stop_stuck(executor, stuck)
+                    killed = True
                 for fut in done:
                     broken = self.collect(fut, futures[fut]) or broken
         except BaseException:
+            killed = True
             _kill(executor)
             executor.shutdown(wait=False, cancel_futures=True)
             raise
+        finally:
+            _end_listener(q, stop, listener, wake=not (killed or broken))
         # Every batch has its result: the processes exit on their own while this process goes on
         # (their exit, GL teardown included, took 0.1-0.2 s of every run); the interpreter joins
         # them at exit.
@@ -225,6 +225,20 @@ class _LocalRun:
         if result is not None:  # outside the try: what on_result raises (a full disk) is this
             self.finish(result)  # process's own error, not the batch's, and ends the run
         return broken
+
+
+def _end_listener(q, stop: threading.Event, listener: threading.Thread, wake: bool) -> None:
+    """Stop a pool's progress listener. `wake`: every process of the pool lived, so the queue's write
+    lock is free and a sentinel wakes the listener at once; otherwise a killed process may hold that
+    lock, and the parent must never take it (its feeder thread would block on it, and the interpreter
+    joins that thread at exit: the process would never end), so the listener sees `stop` within 0.1 s."""
+    stop.set()
+    if wake:
+        q.put(None)
+    listener.join(timeout=2)
+    q.close()
+    if not wake:
+        q.cancel_join_thread()
 
 
 def _kill(executor: ProcessPoolExecutor) -> None:
