@@ -77,6 +77,11 @@ FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
      "48"),
     ("FARM_GAME_DIR", "Warcraft III game data (folder or archives, os.pathsep-separated), searched last",
      "-"),
+    ("FARM_INPUTS", "a job's inputs (models, textures, tags) travel with it through the store to workers that"
+                    " cannot see them (travel), stay at their paths (shared), or auto: travel when the store is"
+                    " s3://", "auto"),
+    ("FARM_INPUT_CACHE", "a worker's cache of travelling inputs", "$XDG_CACHE_HOME/modelfarm/inputs"),
+    ("FARM_INPUT_CACHE_MB", "the most the input cache holds; least recently used inputs go first", "2048"),
     ("FARM_MAX_TASKS_PER_CHILD", "recycle a worker pool process after this many batches", "100"),
     ("FARM_MAX_MEMORY_PER_CHILD", "... or when its resident memory exceeds this (KiB)", "2097152"),
     ("FARM_TASK_MAX_RETRIES", "retries of a batch after a transient failure", "3"),
@@ -120,7 +125,8 @@ INT_BOUNDS: dict[str, tuple[int, int | None]] = {
     "FARM_MEMORY_LIMIT_MB": (0, None), "FARM_STALL_GRACE_S": (0, None), "FARM_MAX_FRAMES": (1, None),
     "FARM_BATCH_FRAMES": (1, None), "FARM_MAX_TASKS_PER_CHILD": (0, None), "FARM_MAX_MEMORY_PER_CHILD": (0, None),
     "FARM_TASK_MAX_RETRIES": (0, None), "FARM_RETRY_BACKOFF": (0, None), "FARM_RETRY_BACKOFF_MAX": (0, None),
-    "FARM_MAX_DELIVERIES": (1, None), "FARM_NIGHTLY_HOUR": (0, 23), "FARM_NIGHTLY_MINUTE": (0, 59),
+    "FARM_MAX_DELIVERIES": (1, None), "FARM_INPUT_CACHE_MB": (0, None), "FARM_NIGHTLY_HOUR": (0, 23),
+    "FARM_NIGHTLY_MINUTE": (0, 59),
     "FARM_NIGHTLY_TIME_LIMIT": (60, 7 * 24 * 3600),
 }
 

@@ -106,6 +106,17 @@ def resolve_sequence(model: Model, sequence: int | str | None) -> int | None:
     return find_sequence(model, sequence)
 
 
+def texture_settings(spec: FrameSpec, assets=(), game=(), stop_at=None) -> TextureSettings:
+    """What a frame's textures depend on besides the model: the asset roots it searches (the spec's,
+    then `assets`), its game data and stop root (the spec's, else `game` and `stop_at`), its team and
+    its missing-texture mode."""
+    roots = tuple(dict.fromkeys(str(a) for a in (*spec.assets, *assets)))
+    own = spec.game if isinstance(spec.game, (list, tuple)) else (spec.game,) if spec.game else ()
+    data = tuple(str(g) for g in (own or game))
+    stop = spec.stop_at if spec.stop_at is not None else stop_at
+    return TextureSettings(roots, spec.team, spec.missing_textures, data, None if stop is None else str(stop))
+
+
 class Renderer:
     """Owns one GL context (created lazily, in the calling process) and per-model GPU resources."""
 
@@ -153,15 +164,9 @@ class Renderer:
         return gpu
 
     def texture_settings(self, spec: FrameSpec) -> TextureSettings:
-        """What a frame's textures depend on besides the model: the asset roots it searches (the
-        spec's, then the renderer's), its game data and stop root (the spec's, else the renderer's),
-        its team and its missing-texture mode."""
-        assets = tuple(dict.fromkeys(str(a) for a in (*spec.assets, *self.assets)))
-        game = spec.game if isinstance(spec.game, (list, tuple)) else (spec.game,) if spec.game else ()
-        game = tuple(str(g) for g in (game or self.game))
-        stop_at = spec.stop_at if spec.stop_at is not None else self.stop_at
-        return TextureSettings(assets, spec.team, spec.missing_textures, game,
-                               None if stop_at is None else str(stop_at))
+        """What a frame's textures depend on besides the model (`texture_settings`, with this renderer's
+        asset roots, game data and stop root as the defaults)."""
+        return texture_settings(spec, self.assets, self.game, self.stop_at)
 
     def forget(self, model: Model) -> None:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""

@@ -404,6 +404,9 @@ class Model:
     # What draws its textures when not a path lookup (e.g. Halo bitmap tags): an object with
     # `image(model, index, search) -> RGBA array | None`; None: every texture is a path lookup.
     texture_source: object = detail(None)
+    # A worker's answers for the lookups the model (and its child models) makes when the files are
+    # elsewhere (renderer.assets.pins.Pins: inputs that travel with a job); None: search the files.
+    pins: object = detail(None)
 
     def nodes(self) -> list[Node]:
         """Every node record, in the order objectIds are conventionally assigned."""

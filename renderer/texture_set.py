@@ -137,6 +137,32 @@ def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: Tex
     return builtin, f"{label}:{team}"
 
 
+def model_search(model: Model, settings: TextureSettings) -> AssetSearch:
+    """The asset search of `model` under `settings`: over the files (`AssetSearch.for_model`), or,
+    on a worker given a job's travelling inputs, the answers pinned for it (`Model.pins`,
+    renderer.assets.pins)."""
+    pins = getattr(model, "pins", None)
+    if pins is not None:
+        return pins.search(ModelLocation.of(model), settings)
+    return AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at)
+
+
+def texture_lookups(model: Model, settings: TextureSettings, search: AssetSearch) -> None:
+    """The lookups `load_textures` makes for `model`, in its order, without reading an image: what a
+    job's travelling inputs must answer (renderer.inputs). tests/test_inputs.py holds the two to the
+    same record."""
+    source = getattr(model, "texture_source", None)
+    for tex in model.textures:
+        if tex.replaceable_id in TEAM_TEXTURES:
+            if search.has_game:
+                label, pattern = TEAM_TEXTURES[tex.replaceable_id]
+                search.find(pattern.format(settings.team), kind=label)
+        elif source is None:  # a texture source (Halo) found its images when the model loaded
+            path = str(tex.path) or REPLACEABLE_PATHS.get(tex.replaceable_id, "")
+            if path:
+                search.find(path)
+
+
 def load_textures(model: Model, settings: TextureSettings | None = None,
                   search: AssetSearch | None = None) -> TextureSet:
     """The textures of `model` under `settings` (default: TextureSettings()), looked up by `search`
@@ -145,7 +171,7 @@ def load_textures(model: Model, settings: TextureSettings | None = None,
     settings = TextureSettings() if settings is None else settings
     team, mode = settings.team, settings.missing_textures
     if search is None:
-        search = AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at)
+        search = model_search(model, settings)
     out = TextureSet([], [Diagnostic("assets", None, e) for e in search.errors], search)
     reported: set[tuple[str, str]] = set()
     source = getattr(model, "texture_source", None)

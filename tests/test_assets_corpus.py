@@ -13,7 +13,7 @@ from renderer.assets import AssetSearch, ModelLocation
 from renderer.assets.search import is_map_folder
 from renderer.assets.sources import source_name
 from renderer.assets.stores import FolderStore
-from renderer.formats import load_model, load_model_source
+from renderer.formats import load_model
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
 
@@ -66,7 +66,7 @@ def test_archive_form_finds_what_the_folder_form_finds(packed):
             want = lookups(AssetSearch.for_model(ModelLocation(folder=m.parent)), folder_model)
             total_found += sum(v is not None for v in want.values())
             for arch in (archive, unlisted):
-                model = load_model_source(source_name(arch, entry))
+                model = load_model(source_name(arch, entry))
                 got = lookups(AssetSearch.for_model(ModelLocation.of(model)), model)
                 assert got == want, (m, arch)
     assert total_found >= 23  # what the folder forms find today (bench/assets.py)
@@ -74,7 +74,7 @@ def test_archive_form_finds_what_the_folder_form_finds(packed):
 
 def test_archive_model_record_names_archive_entries(packed):
     root, archive, _ = next(p for p in packed if p[0].name == "map")
-    model = load_model_source(source_name(archive, "war3mapImported/Ghost.mdx"))
+    model = load_model(source_name(archive, "war3mapImported/Ghost.mdx"))
     search = AssetSearch.for_model(ModelLocation.of(model))
     lookups(search, model)
     found = [e["found"] for e in search.record if not e.get("missing")]

@@ -13,7 +13,7 @@ from mpq_build import build, files_of, have_tools
 from renderer.assets import MpqArchive, MpqError, list_models, open_archive, split_source
 from renderer.assets.mpq import glob_to_regex
 from renderer.errors import FormatError
-from renderer.formats import load_model_source
+from renderer.formats import load_model
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
 MAP = CORPUS / "nazarpunk__wc3-map-edemium-legacy" / "map"
@@ -107,10 +107,9 @@ def test_sources_split_load_and_list(archives):
     assert split_source("maps/Foo.W3M:a\\b.mdl") == (Path("maps/Foo.W3M"), "a\\b.mdl")
     assert split_source("models/plain.mdx") is None
     assert split_source("C:\\models\\plain.mdx") is None
-    model = load_model_source(src)
+    model = load_model(src)
     assert model.path == src and model.location.archive == archives["encrypted"]
     assert model.location.entry == "war3mapImported\\Ghost.mdx"
-    from renderer.formats import load_model
     from renderer.frame import model_hash
 
     folder_model = load_model(MAP / "war3mapImported" / "Ghost.mdx")
@@ -122,9 +121,9 @@ def test_sources_split_load_and_list(archives):
     with pytest.raises(MpqError, match="--listfile"):
         list_models(archives["no-listfile"])
     with pytest.raises(FormatError, match="no such file"):
-        load_model_source(f"{archives['compressed']}:war3mapImported/Missing.mdx")
-    with pytest.raises(FormatError, match="cannot load .blp models"):
-        load_model_source(f"{archives['compressed']}:Black32.blp")
+        load_model(f"{archives['compressed']}:war3mapImported/Missing.mdx")
+    with pytest.raises(FormatError, match="unknown model format .extension '.blp'"):
+        load_model(f"{archives['compressed']}:Black32.blp")
 
 
 def test_open_archive_shares_handles(archives):

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from conftest import CORPUS, corpus_files
 
+from renderer.assets.search import AssetSearch
 from renderer.errors import FormatError
 from renderer.formats.halo import (
     format_halo_info,
     load_halo_model,
     read_model_tag,
-    resolve_halo_bitmap,
 )
 from renderer.formats.halo import geometry as G
 from renderer.model import Model
@@ -289,6 +289,12 @@ def test_banshee_damaged_permutation():
     assert load_halo_model(p, permutation=1, lod="super_low").info["selected"][0]["geometry"] == 3
 
 
+def bitmap_image(model, index):
+    """The image the renderer draws texture `index` of a Halo model with (its texture source, as
+    renderer.texture_set asks it), or None for an index the model does not have."""
+    return model.texture_source.image(model, index, AssetSearch([], []))
+
+
 # -- shaders, bitmaps, textures ----------------------------------------------------------------------
 
 def test_cyborg_shaders_and_base_map():
@@ -301,11 +307,11 @@ def test_cyborg_shaders_and_base_map():
     assert m.materials[2].shader == "characters\\cyborg\\shaders\\armor.shader_model"
     assert [t.path for t in m.textures] == ["characters\\cyborg\\bitmaps\\cyborg.bitmap"]
     assert not m.diagnostics
-    img = resolve_halo_bitmap(m, 0)
+    img = bitmap_image(m, 0)
     assert img.shape == (512, 512, 4) and img.dtype == np.uint8
     assert img[..., :3].std() > 20
-    assert resolve_halo_bitmap(m, 0) is img  # cached
-    assert resolve_halo_bitmap(m, 1) is None
+    assert bitmap_image(m, 0) is img  # cached
+    assert bitmap_image(m, 1) is None
 
 
 def test_tree_shaders_two_sided_alpha_tested_leaves():
@@ -317,10 +323,10 @@ def test_tree_shaders_two_sided_alpha_tested_leaves():
     assert leaves.filter_mode == 1 and leaves.shading_flags & 0x10
     # Neither sets 'not alpha tested': Halo alpha-tests both (the trunk's DXT1 map is opaque anyway).
     assert trunk.filter_mode == 1 and not trunk.shading_flags & 0x10
-    img = resolve_halo_bitmap(m, leaves.texture_id)
+    img = bitmap_image(m, leaves.texture_id)
     assert img.shape == (256, 256, 4)
     assert 0.3 < (img[..., 3] < 128).mean() < 0.95  # DXT3 alpha cut-out
-    trunk_img = resolve_halo_bitmap(m, trunk.texture_id)
+    trunk_img = bitmap_image(m, trunk.texture_id)
     assert trunk_img.shape == (256, 64, 4)
 
 
@@ -332,7 +338,7 @@ def test_missing_shaders_get_flat_colours_and_diagnostics():
     colours = {tuple(t["flat_color"]) for t in m.info["textures"]}
     assert len(colours) > 10 and all(64 <= c <= 223 for col in colours for c in col[:3])
     assert all(t.path == "" and t.replaceable_id == 0 for t in m.textures)
-    img = resolve_halo_bitmap(m, 0)
+    img = bitmap_image(m, 0)
     assert img.shape == (1, 1, 4) and tuple(img[0, 0]) == tuple(m.info["textures"][0]["flat_color"])
     again = load_halo_model(path_of(MARINE))
     assert again.info["textures"] == m.info["textures"]  # deterministic
@@ -353,19 +359,26 @@ def test_copied_tree_uses_tag_root_option(tmp_path):
     assert not any(s["resolved"] for s in no_root.info["shaders"])
 
 
-def test_corrupt_bitmap_falls_back_to_flat_colour_at_render_time(tmp_path):
+def test_corrupt_bitmap_falls_back_to_flat_colour(tmp_path):
+    """A bitmap tag whose pixels are cut short: its texture is drawn in the shader's flat colour, with
+    a diagnostic naming the base map (the reader keeps the bytes it read: nothing is read again later)."""
     src = path_of(TREE).parent
     root = tmp_path / "tags"
     dst = root / "scenery" / "trees" / "tree_leafy"
     shutil.copytree(src, dst)
-    m = load_halo_model(dst / "tree_leafy.gbxmodel")
-    tid = next(t["index"] for t in m.info["textures"] if t["file"])
-    f = m.info["textures"][tid]["file"]
+    whole = load_halo_model(dst / "tree_leafy.gbxmodel")
+    tid = next(t["index"] for t in whole.info["textures"] if t["file"])
+    f = whole.info["textures"][tid]["file"]
+    assert bitmap_image(whole, tid).shape != (1, 1, 4)
     data = bytearray(open(f, "rb").read())
     open(f, "wb").write(bytes(data[:-40000]))  # the pixels are now cut short
-    img = resolve_halo_bitmap(m, tid)
-    assert img.shape == (1, 1, 4)
-    assert any(d.where == f"textures[{tid}]" for d in m.diagnostics)
+    m = load_halo_model(dst / "tree_leafy.gbxmodel")
+
+    def drawn_from_bitmaps(model) -> int:
+        return sum(bitmap_image(model, i).shape != (1, 1, 4) for i in range(len(model.textures)))
+
+    assert drawn_from_bitmaps(m) == drawn_from_bitmaps(whole) - 1
+    assert any("base map" in d.message and "flat colour" in d.message for d in m.diagnostics)
 
 
 CORPUS_BITMAPS = corpus_files("*.bitmap")

@@ -9,11 +9,16 @@ import numpy as np
 import pytest
 from test_halo_tagbuild import bitmap_tag, header, model_tag, shader_chicago, shader_model, uncompressed
 
-from renderer.formats.halo import load_halo_model, resolve_halo_bitmap
+from renderer.assets.search import AssetSearch
+from renderer.formats.halo import load_halo_model
 from renderer.formats.halo.shaders import BLEND_FUNCTIONS, flat_color
-from renderer.model import Model
 
 RED = bitmap_tag(1, 1, 11, bytes([0, 0, 255, 255]))  # one red A8R8G8B8 texel
+
+
+def bitmap_image(model, index):
+    """The image the renderer draws texture `index` of a Halo model with (its texture source)."""
+    return model.texture_source.image(model, index, AssetSearch([], []))
 
 
 def tree(tmp_path, files: dict[str, bytes], shaders, parts=None, **kw):
@@ -43,7 +48,7 @@ def test_shader_model_opaque_alpha_tested_two_sided(tmp_path):
     assert (b.filter_mode, b.shading_flags) == (1, 0x10)
     assert a.texture_id == b.texture_id == 0 and len(m.textures) == 1  # one texture per distinct bitmap
     assert m.textures[0].path == "b\\red.bitmap" and m.textures[0].flags == 3
-    assert resolve_halo_bitmap(m, 0).tolist() == [[[255, 0, 0, 255]]]
+    assert bitmap_image(m, 0).tolist() == [[[255, 0, 0, 255]]]
 
 
 @pytest.mark.parametrize("blend", range(len(BLEND_FUNCTIONS)))
@@ -85,7 +90,7 @@ def test_missing_unsupported_and_refused_shaders(tmp_path):
     assert all(t.path == "" for t in m.textures)
     for i, s in enumerate(m.info["shaders"]):
         assert tuple(s["flat_color"]) == flat_color(s["path"])
-        assert tuple(resolve_halo_bitmap(m, m.materials[i].layers[0].texture_id)[0, 0]) == flat_color(s["path"])
+        assert tuple(bitmap_image(m, m.materials[i].layers[0].texture_id)[0, 0]) == flat_color(s["path"])
 
 
 def test_bad_shader_and_bitmap_tags_are_diagnostics(tmp_path):
@@ -104,10 +109,6 @@ def test_flat_colour_formula():
     want = (64 + (crc & 0xFF) * 160 // 256, 64 + ((crc >> 8) & 0xFF) * 160 // 256,
             64 + ((crc >> 16) & 0xFF) * 160 // 256, 255)
     assert flat_color("Characters\\Marine\\Shaders\\Marine_Body") == want
-
-
-def test_resolve_outside_halo_models():
-    assert resolve_halo_bitmap(Model(), 0) is None
 
 
 def test_transparent_generic_first_map(tmp_path):

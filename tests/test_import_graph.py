@@ -4,7 +4,7 @@ function, in farm/ or renderer/, says why (a comment on its line or above its ru
 exists only to keep GL, Celery or another heavy library out of a process that must not load it.
 
 Every import counts, at module level or inside a function: a lazy import that closes a cycle is a
-cycle all the same. Names registered as "module:attribute" strings (renderer.formats.LOADERS,
+cycle all the same. Names registered as "module:attribute" strings (renderer.formats.READERS,
 farm.run.execute.BATCH_KINDS, farm.run.dispatch.RUNNERS) are not imports and are not edges.
 """
 

@@ -140,6 +140,7 @@ class Batch:
     id: str = ""
     kind: str = "frames"  # what `render_batch` does with it: "frames", or a name in BATCH_KINDS
     params: dict = field(default_factory=dict)  # what a batch of another kind needs beyond the fields above
+    inputs: str | None = None  # sha256 of its travelling inputs' pinned answers in the store (farm.run.inputs)
 
     def __post_init__(self):
         order = sorted(range(len(self.times)), key=lambda i: self.times[i])
@@ -171,6 +172,7 @@ class Batch:
             **({"stop_at": self.stop_at} if self.stop_at else {}),
             **({"missing": self.missing} if self.missing != "warn" else {}),
             **({"kind": self.kind, "params": dict(self.params)} if self.kind != "frames" else {}),
+            **({"inputs": self.inputs} if self.inputs else {}),
         }
 
     @classmethod

@@ -38,8 +38,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from farm.environment import default_int
-from farm.plan.batches import Batch, error_text, find_sequence, read_model_and_digest
+from farm.plan.batches import Batch, error_text, find_sequence
 from farm.run.budget import Budgets, frame_deadline, over_budget
+from farm.run.inputs import read_batch_model
 from farm.store.base import delivery_owner
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
@@ -333,7 +334,7 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
     if deaths >= max_deliveries:
         return finish(kind.died_too_often(batch, deaths))
     try:
-        model, digest = read_model_and_digest(batch.model)
+        model, digest = read_batch_model(batch, store)
     except abort:
         raise
     except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure

@@ -40,6 +40,7 @@ from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
 from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
 from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
+from farm.run.inputs import publish, travels
 from farm.run.progress import Progress
 from farm.store import Store, open_store, split_job_url
 from farm.store.documents import check_job_log_record
@@ -298,6 +299,8 @@ def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: i
     run = {"mode": mode(broker), "broker": redact_url(broker), "workers": workers,
            "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
     job.data["runs"].append(run)
+    if travels(job.store):  # before the batches are recorded as sent: they carry their inputs
+        run["inputs"] = publish(batches, job.store)
     job.dispatched(batches)
     t0 = time.monotonic()
     bar = Progress(frames, enabled=progress)

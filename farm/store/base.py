@@ -22,17 +22,24 @@ new module here plus a scheme in `open_store`. The rules every kind keeps:
   numbered above `after` at least: the ones a document that holds up to `after` lacks). The job
   document (`write_job`) is replaced whole; what a log record means is the job's business
   (farm.run.jobs), so a progress tick costs what changed, not the whole document.
+- A job's inputs (when they travel with it: farm.run.inputs) are content-addressed too:
+  `put_input` names bytes by their sha256 (idempotent, atomic); `read_input` gives them back only
+  when they still have that sha256 (`checked_input`), so a damaged or half-written input is an
+  error, never read as whole.
 - `location` is what a worker needs to open the same store (`open_store(location)`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Store", "delivery_owner", "merge_batch_results", "open_deliveries"]
+from farm.store.documents import StoreError
+
+__all__ = ["Store", "checked_input", "delivery_owner", "input_ref", "merge_batch_results", "open_deliveries"]
 
 
 @runtime_checkable
@@ -47,6 +54,10 @@ class Store(Protocol):
     def read_image(self, digest: str) -> bytes: ...
     def read_sidecar(self, digest: str) -> dict: ...
     def image_ref(self, digest: str) -> str: ...
+
+    # a job's travelling inputs (model files, textures, tags, tables, the pinned answers), by sha256
+    def put_input(self, data: bytes) -> str: ...
+    def read_input(self, digest: str) -> bytes: ...  # StoreError when the bytes there are not these
 
     # batches: delivery counts and results
     def begin_batch(self, job_id: str, batch_id: str) -> int: ...
@@ -75,6 +86,19 @@ class Store(Protocol):
     def put_artefact(self, job_id: str, name: str, data: bytes) -> str: ...
     def read_artefact(self, job_id: str, name: str) -> bytes | None: ...
     def local_path(self, ref: str): ...
+
+
+def input_ref(digest: str) -> str:
+    """Where an input's bytes live in a store, relative to it: inputs/ab/<sha256>."""
+    return f"inputs/{digest[:2]}/{digest}"
+
+
+def checked_input(location: str, digest: str, data: bytes) -> bytes:
+    """`data` when its sha256 is `digest`; else the StoreError a damaged or half-written input is."""
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise StoreError(f"{location}/{input_ref(digest)}: the input's bytes do not have its sha256"
+                         f" ({len(data)} bytes; damaged, or written part way)")
+    return data
 
 
 def merge_batch_results(old: dict | None, new: dict) -> dict:

@@ -3,6 +3,7 @@
     OUT/
       images/ab/<sha256>.png      frames, named by the sha256 of their PNG bytes
       images/ab/<sha256>.json     sidecar: the trace (incl. the GL environment) and diagnostics
+      inputs/ab/<sha256>          a job's travelling inputs (farm.run.inputs), named by their sha256
       jobs/<job>.json             job state (farm.run.jobs): per-trace status, written by `farm run`
       jobs/<job>/index.json       trace key -> image digest, for the traces that rendered
       jobs/<job>/log.jsonl        the job state's changes, a JSON line each (append-only; farm.run.jobs)
@@ -33,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from farm.files import append_json_line, atomic_write, atomic_write_json, json_bytes, read_json_lines
-from farm.store.base import delivery_owner, merge_batch_results, open_deliveries
+from farm.store.base import checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
 from farm.store.documents import check_batch_result, check_job, read_document
 
 __all__ = ["FolderStore"]
@@ -105,6 +106,17 @@ class FolderStore:
 
     def images(self) -> list[Path]:
         return sorted((self.root / "images").glob("*/*.png"))
+
+    # --- inputs
+    def put_input(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.root / input_ref(digest)
+        if not (path.is_file() and path.stat().st_size == len(data)):
+            atomic_write(path, data, self.tmp)
+        return digest
+
+    def read_input(self, digest: str) -> bytes:
+        return checked_input(self.location, digest, (self.root / input_ref(digest)).read_bytes())
 
     # --- batches
     def begin_batch(self, job_id: str, batch_id: str) -> int:

@@ -2,6 +2,7 @@
 
     PREFIX/images/ab/<sha256>.png           frames, named by the sha256 of their PNG bytes
     PREFIX/images/ab/<sha256>.json          sidecar (written before its image: an image has one)
+    PREFIX/inputs/ab/<sha256>               a job's travelling inputs (farm.run.inputs), PUT only if absent
     PREFIX/jobs/<job>.json                  job state (farm.run.jobs)
     PREFIX/jobs/<job>/index.json            trace key -> image digest
     PREFIX/jobs/<job>/log/<seq>-<h>.json    one object per job log record, listed in key order
@@ -51,7 +52,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from farm.files import atomic_write, json_bytes
-from farm.store.base import delivery_owner, merge_batch_results, open_deliveries
+from farm.store.base import checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
 from farm.store.documents import StoreError, check_batch_result, check_job, read_document
 
 __all__ = ["MAX_ATTEMPTS", "S3Store", "TreeMirror", "parse_s3_url"]
@@ -222,6 +223,16 @@ class S3Store:
 
     def read_image(self, digest: str) -> bytes:
         return self._read(self.image_ref(digest))
+
+    # --- inputs: content-addressed, PUT only when absent (a HEAD first: most are there on a second night)
+    def put_input(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        if not self._exists(input_ref(digest)):
+            self._put_if_absent(input_ref(digest), data)
+        return digest
+
+    def read_input(self, digest: str) -> bytes:
+        return checked_input(self.location, digest, self._read(input_ref(digest)))
 
     def read_sidecar(self, digest: str) -> dict:
         return json.loads(self._read(self._sidecar_rel(digest)))

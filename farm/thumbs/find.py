@@ -22,11 +22,11 @@ from pathlib import Path
 
 from renderer.assets import MpqError, list_models
 from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
-from renderer.formats import LOADERS
+from renderer.formats import READERS
 
 __all__ = ["EXTENSIONS", "Found", "FindError", "asset_roots_for", "find_models", "root_labels"]
 
-EXTENSIONS = tuple(LOADERS)  # every extension a loader is registered for (renderer.formats)
+EXTENSIONS = tuple(READERS)  # every extension a reader is registered for (renderer.formats)
 
 
 class FindError(ValueError):

@@ -106,6 +106,7 @@ class Asset:
     sha256: str
     how: str = "exact"
     notes: tuple[str, ...] = ()  # what the lookup met on the way (case-ambiguous names, refused links)
+    role: str = ""  # the role of the base it was found in ("model", "map", "asset root", "game"), when searched
 
 
 def is_map_folder(store: FolderStore, prefix: tuple[str, ...]) -> bool:
@@ -203,6 +204,11 @@ class AssetSearch:
         return cls(bases, fences, errors)
 
     @property
+    def seen(self) -> dict[tuple[str, str], Asset | None]:
+        """Each lookup made, (kind, asked) -> the asset found or None."""
+        return self._seen
+
+    @property
     def has_game(self) -> bool:
         return any(b.role == "game" for b in self.bases)
 
@@ -220,8 +226,8 @@ class AssetSearch:
         return found
 
     def locate(self, asked: str, roles=None) -> tuple[tuple | None, str, list[str]]:
-        """Where `asked` is, without reading or recording it: ((where, read), how, notes) or
-        (None, why, notes). `read()` returns the bytes."""
+        """Where `asked` is, without reading or recording it: ((where, read, role), how, notes) or
+        (None, why, notes). `read()` returns the bytes; `role` is the role of the base it is in."""
         why = refusal(asked)
         parts = [p for p in SEPARATORS.split(asked) if p not in ("", ".")] if why is None else []
         if why is None and not parts:
@@ -241,7 +247,7 @@ class AssetSearch:
                         continue
                     if variant != parts[-1]:
                         how = f"{how}, extension fallback to {PurePosixPath(variant).suffix}"
-                    return hit, how, notes
+                    return (*hit, base.role), how, notes
         tried = ", ".join(PurePosixPath(v).suffix or "(none)" for v in extension_variants(parts[-1]))
         return None, f"not found (extensions tried: {tried})", notes
 
@@ -249,9 +255,12 @@ class AssetSearch:
         hit, how, notes = self.locate(asked, roles)
         if hit is not None:
             try:
-                return self.note_found(kind, asked, hit[0], hit[1](), how, notes)
+                asset = self.note_found(kind, asked, hit[0], hit[1](), how, notes)
             except (OSError, MpqError) as e:
                 how = f"cannot be read: {e}"
+            else:
+                asset.role = hit[2]
+                return asset
         looked = [] if how.startswith("refused") else self.looked(roles)
         self.note_missing(kind, asked, how, looked, notes)
         return None

@@ -1,7 +1,23 @@
-"""Model file formats. Each format module registers its loader here by file extension.
+"""Model file formats: one contract, one registry.
 
-`load_model(path)` picks the loader by extension (falling back to the file's magic bytes), so the
-rest of the code never switches over formats.
+A format is one reader, `read(data, name, *, strict=False, resolver=None, **options) -> Model`,
+registered by extension in `READERS` (and in `MAGIC` when its files start with one):
+
+- `data`: the file's bytes. Where they come from (a folder, an archive entry, an object store, a
+  future Halo cache file) is never a format's business: `load_model` reads a file or an
+  `ARCHIVE:ENTRY` source (renderer.assets.sources.read_source) and hands the bytes over.
+- `name`: where they came from (a path, `maps/foo.w3x:war3mapImported/x.mdx`, or any label): it
+  names the file in errors and is the model's location (`Model.location`, which the asset search
+  starts from).
+- `resolver`: answers what the file refers to while it loads. Halo model tags name shader and bitmap
+  tags: by default a `renderer.formats.halo.TagRoot` over the tag root (the `tag_root` option, else
+  the folder named `tags` above `name`); a worker that cannot see that folder gets the answers a
+  coordinator pinned for it (`renderer.assets.pins.Pins.tags`). MDX and MDL refer to nothing at
+  load time (their textures are looked up when a frame is drawn, by the asset search) and take no
+  resolver.
+
+`load_model(source)` and `read_model(data, name)` pick the reader by the name's extension, else by
+the bytes' magic, so the rest of the code never switches over formats.
 """
 
 from __future__ import annotations
@@ -10,31 +26,23 @@ import hashlib
 import importlib
 from pathlib import Path, PurePosixPath
 
-from renderer.assets.mpq import entry_name
 from renderer.assets.search import ModelLocation, split_source
 from renderer.assets.sources import read_source, source_name
 from renderer.errors import FormatError
 
-# extension -> "module:function"; the loader is imported only when used.
-LOADERS: dict[str, str] = {
-    ".mdx": "renderer.formats.mdx:load_mdx",
-    ".mdl": "renderer.formats.mdl:load_mdl",
-    ".model": "renderer.formats.halo:load_halo_model",  # Halo 1 Xbox model tag (no magic at offset 0)
-    ".gbxmodel": "renderer.formats.halo:load_halo_model",  # Halo 1 PC model tag
+# extension -> "module:reader" (the contract above); the reader is imported only when used.
+READERS: dict[str, str] = {
+    ".mdx": "renderer.formats.mdx:read_mdx",
+    ".mdl": "renderer.formats.mdl.read:read_mdl_bytes",
+    ".model": "renderer.formats.halo:read_halo_model",  # Halo 1 Xbox model tag (no magic at offset 0)
+    ".gbxmodel": "renderer.formats.halo:read_halo_model",  # Halo 1 PC model tag
 }
 WRITERS: dict[str, str] = {
     ".mdx": "renderer.formats.mdx:save_mdx",
     ".mdl": "renderer.formats.mdl:save_mdl",
 }
 MAGIC: dict[bytes, str] = {b"MDLX": ".mdx"}
-
-
-def register(ext: str, loader: str, writer: str | None = None, magic: bytes | None = None) -> None:
-    LOADERS[ext.lower()] = loader
-    if writer:
-        WRITERS[ext.lower()] = writer
-    if magic:
-        MAGIC[magic] = ext.lower()
+TAKES_RESOLVER = frozenset({".model", ".gbxmodel"})  # the readers that resolve references while they load
 
 
 def _resolve(spec: str):
@@ -42,28 +50,41 @@ def _resolve(spec: str):
     return getattr(importlib.import_module(mod), fn)
 
 
-def format_of(path: Path) -> str:
-    ext = path.suffix.lower()
-    if ext in LOADERS:
+def format_of(name: str, data: bytes = b"") -> str:
+    """The registered extension of a model named `name` with these bytes (its extension, else its magic)."""
+    ext = PurePosixPath(str(name).replace("\\", "/")).suffix.lower()
+    if ext in READERS:
         return ext
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as e:
-        raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
-    if head in MAGIC:
-        return MAGIC[head]
-    known = ", ".join(sorted(LOADERS))
-    raise FormatError(str(path), "", 0, f"unknown model format (extension {ext!r}; known: {known})")
+    if bytes(data[:4]) in MAGIC:
+        return MAGIC[bytes(data[:4])]
+    known = ", ".join(sorted(READERS))
+    raise FormatError(str(name), "", 0, f"unknown model format (extension {ext!r}; known: {known})")
 
 
-def load_model(path: str | Path, strict: bool = False, **options):
-    """Load any supported model file, or an archive entry `maps/foo.w3x:war3mapImported/x.mdx`
-    (renderer.assets.sources), into the neutral Model."""
-    if split_source(path) is not None:
-        return load_model_source(path, strict=strict, **options)
-    path = Path(path)
-    return _resolve(LOADERS[format_of(path)])(path, strict=strict, **options)
+def source_label(source: str | Path) -> str:
+    """The name a model read from `source` carries: a path as given, an archive entry as
+    `ARCHIVE:entry/with/slashes` (renderer.assets.sources.source_name)."""
+    split = split_source(source)
+    return source_name(*split) if split is not None else str(Path(source))
+
+
+def load_model(source: str | Path, strict: bool = False, listfile=None, resolver=None, **options):
+    """Load a model file, or an archive entry `maps/foo.w3x:war3mapImported/x.mdx`, into the neutral
+    Model; FormatError (naming the file) when it cannot be read or parsed."""
+    return read_model(read_source(source, listfile), source_label(source), strict=strict, resolver=resolver,
+                      **options)
+
+
+def read_model(data: bytes, name: str, strict: bool = False, resolver=None, **options):
+    """The neutral Model of a model file's bytes, `name` saying where they came from (see the module
+    docstring). `Model.location` records that place and the bytes' sha256."""
+    ext = format_of(name, data)
+    if resolver is not None and ext in TAKES_RESOLVER:
+        options["resolver"] = resolver
+    model = _resolve(READERS[ext])(data, name, strict=strict, **options)
+    where = ModelLocation.from_path(name)
+    model.location = ModelLocation(where.folder, where.archive, where.entry, hashlib.sha256(data).hexdigest())
+    return model
 
 
 def save_model(model, path: str | Path) -> None:
@@ -73,28 +94,3 @@ def save_model(model, path: str | Path) -> None:
     if ext not in WRITERS:
         raise ValueError(f"cannot write {ext!r} files; writable: {', '.join(sorted(WRITERS))}")
     _resolve(WRITERS[ext])(model, path)
-
-
-# Entry extension -> "module:function" reading a model from bytes (data, path, strict=..., **options).
-READERS: dict[str, str] = {
-    ".mdx": "renderer.formats.mdx:read_mdx",
-    ".mdl": "renderer.formats.mdl.read:read_mdl_bytes",
-}
-
-
-def load_model_source(source: str | Path, strict: bool = False, listfile=None, **options):
-    """Load a model from a file path or an `ARCHIVE:ENTRY` source into the neutral Model."""
-    split = split_source(source)
-    if split is None:
-        return load_model(source, strict=strict, **options)
-    archive, entry = split
-    ext = PurePosixPath(entry.replace("\\", "/")).suffix.lower()
-    name = source_name(archive, entry)
-    if ext not in READERS:
-        raise FormatError(name, "", 0, f"cannot load {ext or 'extensionless'} models from archives "
-                                       f"(known: {', '.join(sorted(READERS))})")
-    data = read_source(source, listfile)
-    module, fn = READERS[ext].split(":")
-    model = getattr(importlib.import_module(module), fn)(data, name, strict=strict, **options)
-    model.location = ModelLocation(archive=archive, entry=entry_name(entry), digest=hashlib.sha256(data).hexdigest())
-    return model

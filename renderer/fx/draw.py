@@ -37,6 +37,22 @@ from renderer.rules import DEFAULT_LIGHTING, PREM_TGA_HALF_SIZE, lighting_rule
 from renderer.texture_set import TextureSettings
 
 
+def effect_texture_settings(settings) -> TextureSettings:
+    """The texture settings of a model's effects and child models: the frame's asset roots, team and
+    placeholder; child models search their own folders and these roots (no game data, no stop root),
+    as in 0.2 (goldens of PREM children keep their bytes)."""
+    return TextureSettings(settings.assets, settings.team, settings.missing_textures)
+
+
+def child_candidates(path: str) -> list[str]:
+    """The names a PREM child model is looked up by, in order: its path, then the other of .mdl / .mdx."""
+    candidates = [path] if path else []
+    suffix = PurePosixPath(path.replace("\\", "/")).suffix.lower()
+    if path and suffix in (".mdl", ".mdx"):
+        candidates.append(path[: -len(suffix)] + (".mdx" if suffix == ".mdl" else ".mdl"))
+    return candidates
+
+
 def shade_factor(lighting: str = DEFAULT_LIGHTING) -> float:
     return float(lighting_rule(lighting).factor((0.0, 0.0, 1.0)))
 
@@ -57,9 +73,7 @@ class EffectResources:
     def of(cls, gpu, spec) -> EffectResources:
         """The model's resources (made on first use, kept on its ModelGPU), for effects and events alike."""
         if getattr(gpu, "effects", None) is None:
-            # The frame's own asset roots, team and placeholder; child models search their own folders and
-            # these roots (no game data, no stop root), as in 0.2 (goldens of PREM children keep their bytes).
-            gpu.effects = cls(gpu, TextureSettings(spec.assets, spec.team, spec.missing_textures))
+            gpu.effects = cls(gpu, effect_texture_settings(spec))
         return gpu.effects
 
     def _note(self, key, where: str, message: str) -> None:
@@ -107,28 +121,25 @@ class EffectResources:
             return self._children[spec.index]
         # a child model (and its GPU side) loads only when an effect spawns one
         from renderer.errors import FormatError
-        from renderer.formats import load_model
+        from renderer.formats import read_model
         from renderer.scene import ModelGPU
 
         where = f"PREM {spec.index}"
         path = str(spec.record.path)
-        candidates = [path]
-        suffix = PurePosixPath(path.replace("\\", "/")).suffix.lower()
-        if suffix in (".mdl", ".mdx"):
-            candidates.append(path[: -len(suffix)] + (".mdx" if suffix == ".mdl" else ".mdl"))
         found = None
-        for candidate in candidates:  # the model's own search: map root, asset roots (archives too), game data
-            asset = self.gpu.search.find(candidate, kind="child model") if candidate else None
-            if asset is not None:
-                found = asset.where
+        for candidate in child_candidates(path):  # the model's own search: map root, asset roots, game data
+            found = self.gpu.search.find(candidate, kind="child model")
+            if found is not None:
                 break
         child = None
         if found is None:
             self._note(("child", spec.index), where, f"child model {path!r} was not found in the model's folders,"
                                                      f" the asset roots or the game data; its particles are not drawn")
         else:
-            try:
-                child = ModelGPU(load_model(found), self.textures)
+            try:  # from the bytes the search found (a worker's pinned inputs too), named where they were found
+                loaded = read_model(found.data, found.where)
+                loaded.pins = self.model.pins
+                child = ModelGPU(loaded, self.textures)
                 self.gpu.diagnostics.extend(Diagnostic(where, d.offset, d.message) for d in child.diagnostics)
             except (FormatError, OSError, ValueError) as exc:
                 msg = exc.sentence() if isinstance(exc, FormatError) else str(exc)

@@ -37,7 +37,7 @@ from renderer import blending
 from renderer.fx.ribbons import VERTEX_FLOATS
 from renderer.model import Texture
 
-__all__ = ["KINDS", "TABLES", "EventTables", "fired_events", "parse_slk", "resolve_events", "split_name"]
+__all__ = ["KINDS", "TABLES", "EventTables", "fired_events", "parse_slk", "resolve_events", "split_name", "target"]
 
 KINDS = {"SPN": "spawn", "SPL": "splat", "FPT": "splat", "UBR": "ubersplat", "SND": "sound"}
 TABLES = {"spawn": "Splats\\SpawnData.slk", "splat": "Splats\\SplatData.slk",
@@ -122,14 +122,14 @@ def resolve_events(model, search) -> list[dict]:
             entry["why"] = f"unknown event kind {str(e.name)[:3]!r} (known: {', '.join(sorted(KINDS))})"
         else:
             row, why = tables.row(kind, ident)
-            entry["resolved"] = _target(kind, row) if row is not None else None
+            entry["resolved"] = target(kind, row) if row is not None else None
             if row is None:
                 entry["why"] = why
         out.append(entry)
     return out
 
 
-def _target(kind: str, row: dict) -> str:
+def target(kind: str, row: dict) -> str:
     if kind == "spawn":
         return str(row.get("Model", ""))
     if kind in ("splat", "ubersplat"):
@@ -235,7 +235,7 @@ def draw_events(gpu, pose, draw, res) -> dict:
         pivot = np.asarray(model.pivots[oid], np.float64) if 0 <= oid < len(model.pivots) else np.zeros(3)
         at = (world @ np.append(pivot, 1.0))[:3]
         if ev.kind == "spawn":
-            ref = SimpleNamespace(index=("event", ev.index), record=SimpleNamespace(path=_target("spawn", row)))
+            ref = SimpleNamespace(index=("event", ev.index), record=SimpleNamespace(path=target("spawn", row)))
             child = res.child(ref)
             if child is None:
                 continue
@@ -290,6 +290,6 @@ def _splat(ev, row, at, res, where: str):
     verts[:, 6] = alpha
     verts[:, 7] = [0.0, 0.0, 1.0, 1.0]
     verts[:, 8] = [0.0, 1.0, 0.0, 1.0]
-    tex = res._load(("event", ev.index), Texture(path=_target(ev.kind, row)), where)
+    tex = res._load(("event", ev.index), Texture(path=target(ev.kind, row)), where)
     mode = BLEND_TO_FILTER.get(int(_num(row, "BlendMode", 0.0)), 2)
     return verts, tex, blending.layer_state(mode)

@@ -48,11 +48,13 @@ How a model tag maps onto the neutral Model
   `info["textures"][i]["flat_color"]` (`shaders.flat_color`: from crc32 of the lower-case shader path,
   each channel 64..223, alpha 255), plus a diagnostic. Out-of-range shader indices use one extra
   fallback material.
+- Tags are found by the reader's resolver (renderer.formats' contract): a `TagRoot` over the tag
+  root by default, or a worker's pinned answers (renderer.assets.pins); the bytes it found are kept
+  with the model, so nothing reads the tag tree after the load.
 - The renderer gets pixels through the model's `texture_source` (`load.HaloBitmaps`, which
-  renderer.texture_set asks before any file search; `resolve_halo_bitmap(model, texture_id)` is the
-  same lookup as a function): (H, W, 4) uint8 RGBA, row 0 = the top row, sampled with uv as stored (no V flip); the
-  top mip level of the base map, or a 1x1 image of the flat colour. Decoded images are cached and
-  read-only.
+  renderer.texture_set asks before any file search): (H, W, 4) uint8 RGBA, row 0 = the top row,
+  sampled with uv as stored (no V flip); the top mip level of the base map, or a 1x1 image of the
+  flat colour. Decoded images are cached and read-only.
 - Selection: `lod` super_high (default), high, medium, low, super_low (or 0..4), falling back to
   lower then higher detail when a permutation has no geometry there; `permutation` None (0 of every
   region), a name or index for every region that has it, or {region: permutation}; `regions` limits
@@ -64,12 +66,14 @@ How a model tag maps onto the neutral Model
 
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .info import format_halo_info
-from .load import TAG_KINDS, load_halo_model, lod_index, read_halo_model, resolve_halo_bitmap
+from .load import TAG_KINDS, HaloBitmaps, load_halo_model, lod_index, read_halo_model
 from .model_tag import LODS, read_model_tag
+from .tagfile import TagRoot
 
 __all__ = [
     "LODS",
     "TAG_KINDS",
+    "HaloBitmaps",
     "decode_bitmap_tag",
     "format_halo_info",
     "load_halo_model",
@@ -77,5 +81,5 @@ __all__ = [
     "read_bitmap_tag",
     "read_halo_model",
     "read_model_tag",
-    "resolve_halo_bitmap",
+    "TagRoot",
 ]

@@ -6,11 +6,12 @@ See the package docstring (renderer/formats/halo/__init__.py) for the mapping an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from renderer.assets.cache import DECODED
+from renderer.assets.search import split_source
 from renderer.errors import Diagnostic, FormatError
 from renderer.model import Bone, Extent, Geoset, Layer, Material, Model, Texture
 
@@ -68,20 +69,25 @@ def load_halo_model(path, strict: bool = False, lod="super_high", permutation=No
         data = path.read_bytes()
     except OSError as e:
         raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
-    root = Path(tag_root) if tag_root is not None else find_tag_root(path)
     return read_halo_model(data, str(path), strict=strict, lod=lod, permutation=permutation, regions=regions,
-                           tag_root=root, name=path.stem)
+                           tag_root=tag_root)
 
 
 def read_halo_model(data: bytes, path: str = "<bytes>", strict: bool = False, lod="super_high", permutation=None,
-                    regions=None, tag_root: Path | None = None, name: str | None = None) -> Model:
-    """Parse model tag bytes into the neutral Model (see `load_halo_model` for the options)."""
+                    regions=None, tag_root=None, resolver=None, name: str | None = None) -> Model:
+    """Parse model tag bytes into the neutral Model (renderer.formats' reader contract; see
+    `load_halo_model` for the options). The shader and bitmap tags it names are found by `resolver`
+    (a `TagRoot`, or what a worker was given instead: renderer.assets.pins); without one, by a
+    `TagRoot` over `tag_root`, else over the folder named 'tags' above `path` (none: flat colours)."""
     lod_i = lod_index(lod)
     tag = read_model_tag(data, path)
-    model = Model(version=tag.header.version, path=path, format="halo", texture_source=HaloBitmaps())
-    model.name = name if name is not None else Path(path).stem
+    if resolver is None:
+        root = Path(tag_root) if tag_root is not None else find_tag_root(path) if split_source(path) is None else None
+        resolver = TagRoot(root) if root is not None else None
+    model = Model(version=tag.header.version, path=path, format="halo", texture_source=HaloBitmaps(resolver))
+    model.name = name if name is not None else PurePosixPath(path.replace("\\", "/")).stem
     model.diagnostics.extend(tag.diagnostics)
-    b = _Builder(tag, model, path, TagRoot(tag_root) if tag_root is not None else None)
+    b = _Builder(tag, model, path, resolver)
     with np.errstate(all="ignore"):  # non-finite input is replaced and reported, never warned about
         b.nodes()
         b.shaders()
@@ -172,14 +178,12 @@ class _Builder:
         found, why = self.root.find(info.base_map, ".bitmap")
         if found is None:
             self.diag(where, None, f"base map {why}; drawn in the shader's flat colour")
-            return None, {"bitmap": info.base_map + ".bitmap", "missing": self.root.missing_why(info.base_map)}
+            missing = self.root.missing_why(info.base_map, ".bitmap")
+            return None, {"bitmap": info.base_map + ".bitmap", "missing": missing}
         try:
-            bt = read_bitmap_tag(found.read_bytes(), str(found))
+            bt = read_bitmap_tag(found.data, found.where)
             if not bt.entries:
-                raise FormatError(str(found), "bitmap data", None, "the bitmap tag holds no bitmaps")
-        except OSError as e:
-            self.diag(where, None, f"base map {found}: cannot read: {e.strerror or e}; drawn in the flat colour")
-            return None, {}
+                raise FormatError(found.where, "bitmap data", None, "the bitmap tag holds no bitmaps")
         except FormatError as e:
             self.diag(where, None, f"base map is bad ({e}); drawn in the shader's flat colour")
             return None, {}
@@ -187,7 +191,7 @@ class _Builder:
         flags = (TEXTURE_WRAP_WIDTH if info.wrap[0] else 0) | (TEXTURE_WRAP_HEIGHT if info.wrap[1] else 0)
         self.model.textures.append(Texture(replaceable_id=0, path=info.base_map + ".bitmap", flags=flags))
         self.texture_info.append({
-            "index": len(self.texture_info), "path": info.base_map + ".bitmap", "file": str(found),
+            "index": len(self.texture_info), "path": info.base_map + ".bitmap", "file": found.where,
             "flat_color": None, "width": e0.width, "height": e0.height, "format": e0.format, "type": e0.type,
             "bitmaps": len(bt.entries),
         })
@@ -452,7 +456,7 @@ class _Builder:
                              material=self.material_of_shader[i])
                         for i, s in enumerate(self.shader_infos)],
             "textures": self.texture_info,
-            "tag_root": str(self.root.root) if self.root is not None else None,
+            "tag_root": self.root.label if self.root is not None else None,
         }
 
 
@@ -466,53 +470,19 @@ def _tangents(tangent: np.ndarray, binormal: np.ndarray, normal: np.ndarray) -> 
 
 # -- textures for the renderer ---------------------------------------------------------------------
 
-def _decode_file(file: str) -> np.ndarray:
-    """The decoded top mip level of a bitmap tag file, through the per-process digest-keyed cache."""
-    import hashlib
-
-    data = Path(file).read_bytes()
-    return DECODED.get(hashlib.sha256(data).hexdigest(), data, file, decode_bitmap_tag, "halo bitmap")
-
-
-def resolve_halo_bitmap(model: Model, texture_index: int) -> np.ndarray | None:
-    """The RGBA (H, W, 4) uint8 image of a Halo model's texture, row 0 = top (sample with uv as stored).
-
-    For a texture whose bitmap tag was found: its first bitmap's top mip level (cached, read-only).
-    For a flat-colour texture (missing shader or bitmap), or when the bitmap fails to decode now
-    (a diagnostic is added to the model): a 1x1 image of the documented flat colour.
-    None when the model is not a Halo model or the index is out of range.
-    """
-    textures = model.info.get("textures") if model.format == "halo" else None
-    if not textures or not 0 <= texture_index < len(textures):
-        return None
-    t = textures[texture_index]
-    if t.get("file"):
-        try:
-            return _decode_file(t["file"])
-        except OSError as e:
-            problem = f"cannot read: {e.strerror or e}"
-        except FormatError as e:
-            problem = str(e)
-        color = tuple(t.get("flat_color") or flat_color(t["path"]))
-        model.diagnostics.append(Diagnostic(f"textures[{texture_index}]", None,
-                                            f"base map {t['file']}: {problem}; drawn in flat colour {color}"))
-        t["flat_color"] = list(color)
-        t["file"] = None
-    color = t.get("flat_color") or [128, 128, 128, 255]
-    return np.array(color, np.uint8).reshape(1, 1, 4)
-
-
 class HaloBitmaps:
-    """`Model.texture_source` of a Halo model: its textures are the bitmap tags the loader found
-    under the tag root (decoded through the digest cache), or flat colours. Records, in the
-    renderer's asset search, each shader and bitmap tag the model uses: found ones (path and
-    sha256), and missing ones (what was asked, why, and the tag root looked in) the way a missing
-    texture is recorded, so frames warn about them and `missing = "fail"` fails them.
-    `drawn` ends the warning: what the frame draws instead (renderer.texture_set)."""
+    """`Model.texture_source` of a Halo model: its textures are the bitmap tags the loader's resolver
+    found (a `TagRoot`, or a worker's pinned answers; their bytes kept from the load, decoded through
+    the digest cache), or flat colours. Records, in the renderer's asset search, each shader and
+    bitmap tag the model uses: found ones (path and sha256), and missing ones (what was asked, why,
+    and the tag root looked in) the way a missing texture is recorded, so frames warn about them and
+    `missing = "fail"` fails them. `drawn` ends the warning: what the frame draws instead
+    (renderer.texture_set)."""
 
     drawn = MISSING_DRAWN
 
-    def __init__(self):
+    def __init__(self, resolver=None):
+        self.resolver = resolver  # what the loader found the tags with; its `assets` hold their bytes
         self._recorded: set[int] = set()
 
     def _record_tags(self, model: Model, search) -> None:
@@ -533,15 +503,14 @@ class HaloBitmaps:
         looked = [root] if root and not why.startswith("refused") else []
         search.note_missing(kind, asked, why, looked)
 
-    @staticmethod
-    def _found(search, kind: str, asked: str, file: str):
-        """The Asset read from `file` (recorded as found), or None (recorded as unreadable)."""
-        try:
-            data = Path(file).read_bytes()
-        except OSError as e:
-            search.note_missing(kind, asked, f"cannot be read: {e.strerror or e}", [file])
+    def _found(self, search, kind: str, asked: str, where: str):
+        """The Asset the loader found at `where` (recorded as found), or None (recorded as unreadable)."""
+        assets = getattr(self.resolver, "assets", None) or {}
+        asset = next((a for a in assets.values() if a.where == where), None)
+        if asset is None:
+            search.note_missing(kind, asked, "cannot be read: not among the tags the model was loaded with", [where])
             return None
-        return search.note_found(kind, asked, file, data)
+        return search.note_found(kind, asked, where, asset.data)
 
     def image(self, model: Model, texture_index: int, search) -> np.ndarray | None:
         if id(search) not in self._recorded:

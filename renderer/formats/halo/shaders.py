@@ -46,7 +46,6 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from renderer.errors import Diagnostic, FormatError
 
@@ -193,20 +192,15 @@ def resolve_shader(root: TagRoot | None, cls: bytes, tag_path: str, where: str) 
         return info
     found, why = root.find(tag_path, ext)
     if found is None:
-        info.missing = root.missing_why(tag_path)
+        info.missing = root.missing_why(tag_path, ext)
         info.notes.append(Diagnostic(where, None, f"shader {why}; {UNKNOWN_SHADER_DRAWN}"))
         return info
-    info.file = str(found)
+    info.file = found.where
     try:
-        data = Path(found).read_bytes()
         if cls == b"soso":
-            read_shader_model(data, str(found), info)
+            read_shader_model(found.data, found.where, info)
         else:
-            read_shader_transparent(data, str(found), info, cls)
-    except OSError as e:
-        info.notes.append(Diagnostic(where, None, f"shader {found}: cannot read: {e.strerror or e}; "
-                                     f"{UNKNOWN_SHADER_DRAWN}"))
-        return info
+            read_shader_transparent(found.data, found.where, info, cls)
     except FormatError as e:
         clean = ShaderInfo(info.tag_class, tag_path, file=info.file, kind=info.kind, flat_color=info.flat_color)
         clean.notes.append(Diagnostic(where, None, f"shader tag is bad ({e}); {UNKNOWN_SHADER_DRAWN}"))

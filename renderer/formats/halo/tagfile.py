@@ -9,6 +9,7 @@ every read is checked against the bytes that remain, so a corrupt count or lengt
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import struct
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from renderer.assets.search import Asset
 from renderer.assets.stores import FolderStore
 from renderer.errors import Diagnostic, FormatError
 
@@ -200,36 +202,75 @@ def path_refusal(tag_path: str) -> str | None:
 
 
 class TagRoot:
-    """Case-insensitive lookup of tag paths under one tag root; never outside it. The matching is
-    the asset search's (`renderer.assets.stores.FolderStore`): exact case first, then sorted."""
+    """The Halo reader's resolver (renderer.formats' contract): tag paths looked up case-insensitively
+    under one tag root, never outside it (the matching is the asset search's,
+    `renderer.assets.stores.FolderStore`: exact case first, then sorted). `find` answers with the
+    tag's bytes, read once; `record` lists every answer the way the asset search records a lookup
+    (kind "halo tag"), and `assets` keeps the bytes found, so the renderer decodes and records them
+    without reading the tag tree again, and a coordinator can pin them for a worker that cannot see it
+    (renderer.assets.pins)."""
+
+    kind = "halo tag"
 
     def __init__(self, root: Path):
         self.root = Path(root)
         self._store = FolderStore(self.root)
         self._real = self._store.real
+        self.record: list[dict] = []
+        self.assets: dict[str, Asset] = {}  # asked (tag path + extension) -> what was found
+        self._answers: dict[str, tuple[Asset | None, str, str]] = {}  # lower-case asked -> (asset, why, missing)
 
-    def find(self, tag_path: str, extension: str) -> tuple[Path | None, str]:
-        """The file for `tag_path` + `extension` under the root, or None and why not."""
-        why = path_refusal(tag_path)
-        if why is not None:
-            return None, f"refused {tag_path!r}: {why}"
-        if self._real is None:
-            return None, f"tag root {self.root} is not a folder"
-        parts = [p for p in _SEPARATORS.split(tag_path + extension) if p not in ("", ".")]
-        hit = self._store.find((), parts, [], [self._real])
-        if hit is not None:
-            return Path(hit[0]), ""
-        return None, f"{tag_path + extension!r} not found under the tag root {self.root}"
+    @property
+    def label(self) -> str:
+        return str(self.root)
 
-    def missing_why(self, tag_path: str) -> str:
-        """Why `find` returned no file for `tag_path`, as the asset search records a missing asset
-        (`renderer.assets.search`: refused paths are "refused: ...", the rest name what was searched)."""
+    def find(self, tag_path: str, extension: str) -> tuple[Asset | None, str]:
+        """The tag `tag_path` + `extension` under the root (its bytes, as an Asset), or None and why not."""
+        asked = tag_path + extension
+        key = asked.lower()
+        if key not in self._answers:
+            self._answers[key] = answer = self._lookup(tag_path, extension)
+            asset, _, missing = answer
+            if asset is not None:
+                self.assets[asked] = asset
+                self.record.append({"kind": self.kind, "asked": asked, "found": asset.where, "sha256": asset.sha256,
+                                    "how": "exact"})
+            else:
+                looked = [] if missing.startswith("refused") else [self.label]
+                self.record.append({"kind": self.kind, "asked": asked, "missing": True, "why": missing,
+                                    "looked": looked, "said": answer[1]})
+        asset, why, _ = self._answers[key]
+        return asset, why
+
+    def missing_why(self, tag_path: str, extension: str = "") -> str:
+        """Why `find` found no tag for `tag_path` (as the asset search records a missing asset: refused
+        paths are "refused: ...", the rest name what was searched)."""
+        answer = self._answers.get((tag_path + extension).lower())
+        if answer is not None:
+            return answer[2]
         why = path_refusal(tag_path)
         if why is not None:
             return f"refused: {why}"
         if self._real is None:
             return "was not found: the tag root is not a folder"
         return "was not found under the tag root"
+
+    def _lookup(self, tag_path: str, extension: str) -> tuple[Asset | None, str, str]:
+        why = path_refusal(tag_path)
+        if why is not None:
+            return None, f"refused {tag_path!r}: {why}", f"refused: {why}"
+        if self._real is None:
+            return None, f"tag root {self.root} is not a folder", "was not found: the tag root is not a folder"
+        parts = [p for p in _SEPARATORS.split(tag_path + extension) if p not in ("", ".")]
+        hit = self._store.find((), parts, [], [self._real])
+        if hit is None:
+            return (None, f"{tag_path + extension!r} not found under the tag root {self.root}",
+                    "was not found under the tag root")
+        try:
+            data = hit[1]()
+        except OSError as e:
+            return None, f"{hit[0]}: cannot read: {e.strerror or e}", f"cannot be read: {e.strerror or e}"
+        return Asset(self.kind, tag_path + extension, hit[0], data, hashlib.sha256(data).hexdigest()), "", ""
 
 
 NO_TAG_ROOT = "has no tag root (no folder named 'tags' above the model and no tag_root option)"
