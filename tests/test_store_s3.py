@@ -326,6 +326,43 @@ def test_a_half_uploaded_document_is_never_read(store_env, tmp_path):
         store.read_job("k")
 
 
+def test_a_travelling_input_is_read_whole_or_refused(store_env, tmp_path, monkeypatch):
+    """An input object cut off mid-upload is never there; one whose bytes are not its sha256 (written
+    over by something else) is refused in one sentence naming its URL; a worker given it fails those
+    frames with that sentence, and the job goes on."""
+    from farm.plan.batches import Batch
+    from farm.run.execute import render_batch
+    from farm.run.inputs import publish
+    from farm.run.worker import SyntheticRenderer
+    from farm.store import open_store
+    from farm.store.documents import StoreError
+
+    s3 = store_env
+    store = open_store(f"s3://{BUCKET}/inputs-half")
+    data = b"texture bytes " * 4000
+    sha = hashlib.sha256(data).hexdigest()
+    _raw_put(s3.port, f"inputs-half/inputs/{sha[:2]}/{sha}", data, len(data) // 2)
+    with pytest.raises(FileNotFoundError):
+        store.read_input(sha)
+    assert store.put_input(data) == sha and store.read_input(sha) == data
+    s3.client.put_object(Bucket=BUCKET, Key=f"inputs-half/inputs/{sha[:2]}/{sha}", Body=data[:100])
+    with pytest.raises(StoreError, match=f"s3://{BUCKET}/inputs-half/inputs/{sha[:2]}/{sha}: the input's bytes"):
+        store.read_input(sha)
+
+    from renderer.samples import write_samples
+
+    model = write_samples(tmp_path / "m")[0]
+    batch = Batch(str(model), "m/crate.mdx", hashlib.sha256(model.read_bytes()).hexdigest(), 0, "Stand", [0],
+                  ["k0"])
+    publish([batch], store)
+    doc = json.loads(store.read_input(batch.inputs))
+    s3.client.put_object(Bucket=BUCKET, Key=f"inputs-half/inputs/{doc['model'][:2]}/{doc['model']}", Body=b"MDLX")
+    monkeypatch.setenv("FARM_INPUT_CACHE", str(tmp_path / "cache"))
+    result = render_batch(batch, SyntheticRenderer, store, "job")
+    (frame,) = result.frames
+    assert frame.status == "failed" and "the input's bytes do not have its sha256" in frame.error, frame.error
+
+
 def test_two_coordinators_share_a_prefix(s3, tmp_path):
     m = _manifest(tmp_path, "[0, 100, 200]", "16x16")
     env = _synthetic_env(s3, FARM_SYNTHETIC_DELAY_MS="20")
