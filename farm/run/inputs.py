@@ -21,6 +21,7 @@ FARM_INPUTS picks: `auto` (the default: travel when the store is a URL, s3://...
 from __future__ import annotations
 
 import json
+import time
 
 from farm.environment import default_game, env_str
 from farm.files import json_bytes
@@ -52,9 +53,10 @@ def publish(batches: list[Batch], store) -> dict:
     """Give every batch its inputs in the store (see the module docstring); batches that carry them
     already (a retry), whose model did not load when planned, or that cannot be read now (their
     frames fail on the worker, naming the file) are left as they are. Returns what it cost: models
-    resolved, inputs put, their bytes."""
+    resolved, inputs put, their bytes, seconds."""
     done: dict[tuple, str | None] = {}
-    cost = {"models": 0, "inputs": 0, "bytes": 0}
+    cost = {"models": 0, "inputs": 0, "bytes": 0, "seconds": 0.0}
+    started = time.monotonic()
     for b in batches:
         if b.inputs or b.model_digest is None:
             continue
@@ -67,6 +69,7 @@ def publish(batches: list[Batch], store) -> dict:
             except FormatError:  # gone or broken since it was planned: its worker says so for its frames
                 done[key] = None
         b.inputs = done[key]
+    cost["seconds"] = round(time.monotonic() - started, 3)
     return cost
 
 
