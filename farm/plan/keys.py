@@ -26,7 +26,8 @@ upgrades.
 `farm.settings.RenderSettings`, or anything with its key fields, `KEY_FIELDS`: a `TraceKey` is one);
 `trace_key` is the same key from the fields given one by one. `parse_key` takes one apart into a
 `TraceKey` (`str(parse_key(k)) == k` for every key `trace_key_for` makes). Code that needs the model
-or the sequence of a key calls `parse_key`; nothing else splits on '|'.
+or the sequence of a key calls `parse_key`; nothing else splits on '|'. `timeless_key` names a key's
+frames across times (its time as ``*``), what the report groups into filmstrips.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from types import SimpleNamespace
 from renderer.rules import DEFAULT_LIGHTING
 from renderer.texture_set import DEFAULT_MISSING_TEXTURES
 
-__all__ = ["KEY_FIELDS", "TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "trace_key",
-           "trace_key_for"]
+__all__ = ["KEY_FIELDS", "TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "timeless_key",
+           "trace_key", "trace_key_for"]
 
 NO_SEQUENCE = "-"
 # The settings a key names, after the model, sequence and time: the attributes `trace_key_for` reads.
@@ -103,8 +104,11 @@ def trace_key_for(model: str, sequence: str | None, time: int | str, settings) -
     """The key of a frame of `model` (its path relative to the manifest) at `time` (ms, or a fraction
     of the sequence as a string, "50%") of `sequence` (None: bind pose), drawn under `settings` (a
     RenderSettings, a TraceKey, anything with the `KEY_FIELDS` attributes)."""
-    s = settings
-    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), _time_part(time), _esc(s.camera),
+    return _join(model, sequence, _time_part(time), settings)
+
+
+def _join(model: str, sequence: str | None, time_part: str, s) -> str:
+    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), time_part, _esc(s.camera),
              f"{int(s.width)}x{int(s.height)}", f"msaa{int(s.msaa)}", f"team{int(s.team)}", s.background]
     if s.missing_textures != DEFAULT_MISSING_TEXTURES:
         parts.append(s.missing_textures)
@@ -149,6 +153,14 @@ def parse_key(key: str) -> TraceKey:
     return TraceKey(_unesc(model), None if seq == NO_SEQUENCE else _unesc(seq), int(t.group(1)) if t else None,
                     _unesc(camera), int(s.group(1)), int(s.group(2)), int(msaa[4:]), int(team[4:]), background,
                     missing, lighting, lights, events, pct)
+
+
+def timeless_key(key: str) -> str:
+    """`key` with ``*`` for its time (``models/crate.mdx|Stand|*|auto|...``): the one name of every
+    frame of a model, sequence, camera and size (every key field but the time) across timestamps, ms
+    and fractions alike (the report's filmstrips, farm.report.strips). TraceKeyError for a non-key."""
+    k = parse_key(key)
+    return _join(k.model, k.sequence, "*", k)
 
 
 def legacy_key(key: str, time_ms: int | None) -> str | None:

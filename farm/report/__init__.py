@@ -4,11 +4,12 @@
 network; open index.html from disk or serve the folder):
 
     index.html     the report (farm.report.html: Jinja2 with autoescape, so every string that
-                   comes from a model file is escaped)
+                   comes from a model file is escaped); the traces of one model, sequence, camera
+                   and size across timestamps also as filmstrips (farm.report.strips)
     static/        report.css and report.js (views, filters; Approve/Reject under `farm serve`)
     img/           the new frames, the goldens, the difference heatmaps and SSIM maps, copied
     junit.xml      one test case per trace (farm.report.junit)
-    summary.md     counts and the worst differences with thumbnails (farm.report.markdown)
+    summary.md     counts, the failing filmstrips, the worst differences with thumbnails (farm.report.markdown)
     results.json   the results the report was made from
 """
 

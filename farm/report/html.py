@@ -3,8 +3,12 @@
 For each trace: the new frame, its golden, the difference heatmap and the SSIM map, in four views
 (side by side; swap on hover; a slider; onion skin), the metrics with the thresholds they were held
 against, what rendered each image, and the exact command that approves (or rejects) it. Filters by
-status and by model. Everything is local: the images are copied into img/, the script and style
-into static/, and a Content-Security-Policy forbids anything else (no inline script, no network).
+status and by model. Before the cards, the filmstrips (farm.report.strips): the traces of one model,
+sequence, camera and size across timestamps, a golden row and a new row in time order, each frame's
+status, the selected frame (the worst first when the strip fails) large above them, and a play
+button (report.js) that flips through both rows in step. Everything is local: the images are copied
+into img/, the script and style into static/, and a Content-Security-Policy forbids anything else
+(no inline script, no network).
 
 Strings from model files (sequence names in trace keys, model paths) reach the page only through
 Jinja2 with autoescape on, as text or attribute values; the script reads them back from data-*
@@ -24,9 +28,10 @@ from farm.files import atomic_write, json_bytes
 from farm.report.junit import junit_xml
 from farm.report.markdown import markdown_summary
 from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
+from farm.report.strips import Strip, filmstrips, time_text
 from farm.store import open_store
 
-__all__ = ["build_views", "render_html", "render_nightly_index", "write_report"]
+__all__ = ["build_strip_views", "build_views", "render_html", "render_nightly_index", "write_report"]
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -81,6 +86,7 @@ def _copy(src: Path, dest: Path) -> None:
 
 
 def _anchor(key: str) -> str:
+    """A trace card's anchor (a filmstrip's: farm.report.strips.strip_anchor)."""
     return "t-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
@@ -146,6 +152,37 @@ def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dic
     return views
 
 
+def _strip_frame(strip: Strip, i: int, v: dict) -> dict:
+    t = strip.frames[i]
+    return {"index": i, "key": t["key"], "anchor": v.get("anchor") or _anchor(t["key"]), "status": t["status"],
+            "label": LABELS.get(t["status"], t["status"]), "time": time_text(t), "new_src": v.get("new_src"),
+            "golden_src": v.get("golden_src"), "diff_src": v.get("diff_src"), "ssim": v.get("ssim", "-"),
+            "worst": strip.failing and i == strip.worst, "current": i == strip.selected,
+            "approvable": group_of(t["status"]) == "failed" and any(verb == "approve" for verb, _ in
+                                                                    v.get("commands") or ())}
+
+
+def build_strip_views(results: dict, views: list[dict], serve: dict | None = None) -> list[dict]:
+    """The filmstrips of the page (farm.report.strips), each frame with its view's images and status."""
+    by_key = {v["key"]: v for v in views}
+    out = []
+    for strip in filmstrips(results["traces"].values()):
+        frames = [_strip_frame(strip, i, by_key.get(t["key"], {})) for i, t in enumerate(strip.frames)]
+        keys = [f["key"] for f in frames if f["approvable"]]
+        first = by_key.get(strip.frames[0]["key"], {})
+        out.append({
+            "name": strip.name, "anchor": strip.anchor, "model": strip.model, "status": strip.status,
+            "label": LABELS.get(strip.status, strip.status), "group": group_of(strip.status),
+            "statuses": " ".join(dict.fromkeys(f["status"] for f in frames)), "failing": strip.failing,
+            "worst": strip.worst, "selected": frames[strip.selected], "frames": frames, "summary": strip.summary(),
+            "w": first.get("w", 128), "h": first.get("h", 128), "collapsed": group_of(strip.status) == "passed",
+            "approve": approve_command(results, extra=tuple(x for k in keys for x in ("--trace", k))) if keys
+            else None, "can_decide": serve is not None and any(by_key[k].get("can_decide") for k in keys),
+            "approvable": len(keys),
+        })
+    return out
+
+
 def render_html(results: dict, views: list[dict], serve: dict | None = None) -> str:
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
@@ -160,7 +197,9 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
         if counts.get("fail"):
             bulk.append(("approve every failed trace", approve_command(results, extra=("--failed",))))
     max_side = max([max(v["w"], v["h"]) for v in views] or [128])
+    strips = build_strip_views(results, views, serve)
     return _env().get_template("report.html.j2").render(
+        strips=strips, failing_strips=sum(1 for s in strips if s["failing"]),
         title=title, results=results, views=views, diff=diff, counts=counts, statuses=statuses,
         head=counts_view(results),
         failed_with_image=sum(1 for v in views if v["status"] == "fail" and v["can_decide"]),

@@ -1,6 +1,8 @@
 """A Markdown summary of a comparison, fit for a pull-request comment (GitHub, GitLab).
 
-In this order: the verdict and the counts, a link to the full report, the problems, the worst
+In this order: the verdict and the counts, a link to the full report, the problems, one line per
+failing filmstrip (farm.report.strips: the traces of one model, sequence, camera and size across
+timestamps; where in time it fails, linked to the strip in the full report when there is a link), the worst
 differences (lowest SSIM first, up to `limit`) as a table with thumbnails of the new frame, the
 golden and the difference heatmap, the new traces (up to `limit`, with a thumbnail), the commands
 that approve them, and then everything else (the rest of the failures and new traces, the passed
@@ -16,8 +18,8 @@ The full report's link is `report_url`, else derived from `image_base` (its repo
 ``index.html``); with neither there is no link.
 
 Size. The whole summary is at most `MAX_CHARS` (65,536: GitHub's limit for a comment body);
-lines of the <details> part are dropped first, then the tables are cut, with a note saying how
-many traces are not shown and where the full report is.
+lines of the <details> part are dropped first, then the filmstrip lines, then the tables are cut,
+with a note saying how many traces (and filmstrips) are not shown and where the full report is.
 
 Escaping. Every string from a model file is HTML-escaped, and the characters of Markdown's link
 and image syntax (``[ ] ( ) !``), emphasis (``* _ ~``), code (`` ` ``) and tables (``|``) are
@@ -31,6 +33,7 @@ import re
 
 from farm.compare.status import FAILING, FRESH, statuses, verdict_word
 from farm.report.model import approve_command, sort_traces
+from farm.report.strips import filmstrips
 from farm.settings import SettingError, check_image_base
 
 __all__ = ["IMAGES_HINT", "MAX_CHARS", "image_url", "markdown_summary", "md_text", "published", "report_link"]
@@ -137,6 +140,53 @@ def _tables(traces: list[dict], by_key: dict, image_base: str | None, limit: int
     return table_rows, shown
 
 
+def _strip_lines(results: dict, link: str | None) -> list[str]:
+    """One line per failing filmstrip: its status, name (linked to its anchor in the full report when
+    there is a link), its frames' counts and where in time it fails."""
+    lines = []
+    for strip in filmstrips(results["traces"].values()):
+        if not strip.failing:
+            continue
+        name = f"<code>{_cell(strip.name)}</code>"
+        if link:
+            target = html.escape(f"{link.split('#', 1)[0]}#{strip.anchor}", quote=True).replace(")", "%29")
+            name = f"[{name}]({target})"
+        where = "" if link else f" (the full report's <code>#{strip.anchor}</code>)"
+        lines.append(f"- {strip.status}: filmstrip {name}{where}: {_cell(strip.summary())}")
+    return lines
+
+
+def _strips_heading(lines: list[str], total: int, diff: bool) -> str:
+    what = "Filmstrips with changes" if diff else "Failing filmstrips"
+    shown = f"{len(lines)} of {total}" if len(lines) != total else str(total)
+    return f"### {what} ({shown}): where in time they {'change' if diff else 'fail'}"
+
+
+def _fit(assemble, tables: list, details: list[str], strips: list[str], max_chars: int) -> str:
+    """The summary cut to `max_chars`: <details> lines dropped from the end first, then filmstrip lines,
+    then table rows, until it fits (`assemble` adds the note saying what was cut)."""
+    details, strips, tables = list(details), list(strips), [(h, list(r)) for h, r in tables]
+    dropped = dropped_strips = 0
+    text = assemble(tables, details, strips, 0, 0)
+    while len(text) > max_chars:
+        if details:
+            avg = max(1, sum(len(d) + 1 for d in details) // len(details))
+            cut = min(len(details), max(1, -(-(len(text) - max_chars) // avg)))
+            del details[-cut:]
+            dropped += cut
+        elif strips:
+            strips.pop()
+            dropped_strips += 1
+        elif any(r for _, r in tables):
+            h, r = next((h, r) for h, r in reversed(tables) if r)
+            r.pop()
+            dropped += 1
+        else:
+            return text[: max_chars - 1] + "…"
+        text = assemble(tables, details, strips, dropped, dropped_strips)
+    return text
+
+
 def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str | None = None,
                      limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS) -> str:
     diff = results.get("kind") == "diff"
@@ -168,6 +218,7 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
 
     traces = sort_traces(results["traces"].values())
     table_rows, shown = _tables(traces, {v["key"]: v for v in views or []}, image_base, limit, diff)
+    strip_lines = _strip_lines(results, link)
     tail_lines = []
     if not diff and (counts.get("new") or counts.get("fail")):
         tail_lines += ["Approve after review (exactly the images this run stored):", ""]
@@ -183,37 +234,23 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
         extra = f" (SSIM {ssim}, {over} off)" if ssim != "-" else ""
         rest_lines.append(f"- {t['status']}: <code>{_cell(t['key'])}</code>{extra}")
 
-    def assemble(tables: list[tuple[str, list[str]]], details: list[str], dropped: int) -> str:
+    def assemble(tables: list[tuple[str, list[str]]], details: list[str], strips: list[str], dropped: int,
+                 dropped_strips: int) -> str:
         lines = list(head_lines)
+        if strips:
+            lines += [_strips_heading(strips, len(strip_lines), diff), "", *strips, ""]
         for heading, rows in tables:
             lines += [heading, *rows, ""]
         lines += tail_lines
         if details:
             lines += [f"<details><summary>The other {len(details)} trace(s)</summary>", "", *details, "",
                       "</details>", ""]
-        if dropped:
+        if dropped or dropped_strips:
             where = f" [the full report]({link})" if link else " the full report (index.html)"
-            lines += [f"_{dropped} trace(s) not shown: this summary is cut at {max_chars:,} characters for a"
+            cut = " and ".join(([f"{dropped} trace(s)"] if dropped else [])
+                               + ([f"{dropped_strips} filmstrip(s)"] if dropped_strips else []))
+            lines += [f"_{cut} not shown: this summary is cut at {max_chars:,} characters for a"
                       f" pull-request comment; see{where}._", ""]
         return "\n".join(lines)
 
-    text = assemble(table_rows, rest_lines, 0)
-    if len(text) <= max_chars:
-        return text
-    # Too long: drop <details> lines from the end, then table rows, until it fits (with the note).
-    details, tables = list(rest_lines), [(h, list(r)) for h, r in table_rows]
-    dropped = 0
-    while len(text) > max_chars:
-        if details:
-            avg = max(1, sum(len(d) + 1 for d in details) // len(details))
-            cut = min(len(details), max(1, -(-(len(text) - max_chars) // avg)))
-            del details[-cut:]
-            dropped += cut
-        elif any(r for _, r in tables):
-            h, r = next((h, r) for h, r in reversed(tables) if r)
-            r.pop()
-            dropped += 1
-        else:
-            return text[: max_chars - 1] + "…"
-        text = assemble(tables, details, dropped)
-    return text
+    return _fit(assemble, table_rows, rest_lines, strip_lines, max_chars)

@@ -1,5 +1,6 @@
 // modelfarm report: the compact list (one row per trace; a click opens its card), cards that fold
 // (passed ones start folded), views (side by side, swap on hover, slider, onion skin), filters, zoom,
+// filmstrips (one selected frame per strip, shown in both rows and the big pair; play flips through them in step),
 // and under `farm serve` the Approve / Reject / Undo buttons and bulk decisions on selected rows. No network besides `farm serve`'s own
 // /api/ endpoints; nothing read from the page is ever inserted as markup (textContent only).
 (function () {
@@ -13,6 +14,9 @@
 
   var sections = all("section.trace");
   var rows = all("#trace-list tr.row");
+  var strips = all("section.filmstrip");
+  var PLAY_MS = 700;
+  var timers = {};
 
   function sectionOf(key) {
     return sections.filter(function (s) { return s.getAttribute("data-key") === key; })[0] || null;
@@ -86,6 +90,12 @@
       }
     });
     rows.forEach(function (r) { r.hidden = !visible(r); });
+    strips.forEach(function (strip) {
+      var some = (strip.getAttribute("data-statuses") || "").split(" ").some(function (st) {
+        return wanted[st] !== false;
+      });
+      strip.hidden = !(some && (!model || strip.getAttribute("data-model") === model));
+    });
     var counter = document.getElementById("shown-count");
     if (counter) {
       counter.textContent = shown + " of " + sections.length + " traces shown";
@@ -128,6 +138,137 @@
       var labels = document.body.getAttribute("data-kind") === "diff" ? ["base", "head"] : ["golden", "new"];
       caption.textContent = showNew ? labels[1] + " frame (leave to see the " + labels[0] + ")"
         : labels[0] + " (hover to see the " + labels[1] + " frame)";
+    }
+  }
+
+  // --- filmstrips: one shared index per strip; both rows, the big pair and the caption follow it
+
+  function stripColumns(strip) {
+    return all("thead th.strip-col", strip);
+  }
+
+  function selectedFrame(strip) {
+    return Number(strip.getAttribute("data-selected")) || 0;
+  }
+
+  function selectFrame(strip, index) {
+    var cols = stripColumns(strip);
+    if (!cols.length) {
+      return;
+    }
+    var i = ((index % cols.length) + cols.length) % cols.length;
+    var col = cols[i];
+    strip.setAttribute("data-selected", String(i));
+    all("th.strip-col, td.strip-cell", strip).forEach(function (el) {
+      el.classList.toggle("current", Number(el.getAttribute("data-index")) === i);
+    });
+    all("img.strip-big-img", strip).forEach(function (img) {
+      var src = col.getAttribute("data-" + img.getAttribute("data-row") + "-src");
+      img.hidden = !src;
+      if (src) {
+        img.setAttribute("src", src);
+      } else {
+        img.removeAttribute("src");
+      }
+      var none = img.parentNode.querySelector(".none");
+      if (none) {
+        none.hidden = Boolean(src);
+      }
+    });
+    var now = strip.querySelector(".strip-now");
+    if (now) {
+      now.textContent = "frame " + (i + 1) + " of " + cols.length + ": " + col.getAttribute("data-time") + ", "
+        + col.getAttribute("data-label") + (col.getAttribute("data-worst") ? " (worst)" : "");
+    }
+  }
+
+  function stopStrip(strip) {
+    if (timers[strip.id]) {
+      clearInterval(timers[strip.id]);
+      delete timers[strip.id];
+    }
+    strip.removeAttribute("data-playing");
+    var button = strip.querySelector("button.strip-play");
+    if (button) {
+      button.setAttribute("aria-pressed", "false");
+      button.textContent = "play";
+    }
+  }
+
+  function playStrip(strip) {
+    stopStrip(strip);
+    strip.setAttribute("data-playing", "1");
+    var button = strip.querySelector("button.strip-play");
+    if (button) {
+      button.setAttribute("aria-pressed", "true");
+      button.textContent = "pause";
+    }
+    timers[strip.id] = setInterval(function () { selectFrame(strip, selectedFrame(strip) + 1); }, PLAY_MS);
+  }
+
+  // A frame's status changed (a decision under `farm serve`): its cells and column in every strip.
+  function refreshStripFrame(key, status, label) {
+    all("section.filmstrip [data-trace]").forEach(function (el) {
+      if (el.getAttribute("data-trace") !== key || el.tagName === "A") {
+        return;
+      }
+      el.setAttribute("data-status", status);
+      if (el.tagName === "TH") {
+        el.setAttribute("data-label", label);
+        return;
+      }
+      el.className = el.className.replace(/\bstatus-\S+/, "status-" + status);
+      setBadge(el.querySelector(".badge"), status, label);
+    });
+  }
+
+  function wireStrip(strip) {
+    function step(delta) {
+      stopStrip(strip);
+      selectFrame(strip, selectedFrame(strip) + delta);
+    }
+    strip.querySelector("button.strip-prev").addEventListener("click", function () { step(-1); });
+    strip.querySelector("button.strip-next").addEventListener("click", function () { step(1); });
+    strip.querySelector("button.strip-play").addEventListener("click", function () {
+      if (strip.getAttribute("data-playing") === "1") {
+        stopStrip(strip);
+      } else {
+        playStrip(strip);
+      }
+    });
+    var worst = strip.querySelector("button.strip-worst");
+    if (worst) {
+      worst.addEventListener("click", function () {
+        stopStrip(strip);
+        selectFrame(strip, Number(strip.getAttribute("data-worst")));
+      });
+    }
+    all("th.strip-col, td.strip-cell", strip).forEach(function (el) {
+      el.addEventListener("click", function (event) {
+        var link = event.target.closest("a.strip-card");
+        if (link) {
+          event.preventDefault();
+          openCard(link.getAttribute("data-trace"));
+          return;
+        }
+        stopStrip(strip);
+        selectFrame(strip, Number(el.getAttribute("data-index")));
+      });
+    });
+    var approve = strip.querySelector("button.strip-approve");
+    if (approve) {
+      approve.addEventListener("click", function () {
+        var keys = all("td.strip-cell[data-approvable='1']", strip).map(function (c) {
+          return c.getAttribute("data-trace");
+        });
+        bulk({ action: "approve", keys: keys }, approve, strip.querySelector(".strip-result"));
+      });
+    }
+    var toggle = strip.querySelector("button.toggle");
+    if (toggle) {
+      toggle.addEventListener("click", function () {
+        setCollapsed(strip, strip.getAttribute("data-collapsed") !== "1");
+      });
     }
   }
 
@@ -196,6 +337,7 @@
           setBadge(el.querySelector(".badge"), st[0], st[1]);
         }
       });
+      refreshStripFrame(key, st[0], st[1]);
     });
   }
 
@@ -213,8 +355,8 @@
     }
   }
 
-  function bulk(body, button) {
-    var result = document.getElementById("bulk-result");
+  function bulk(body, button, where) {
+    var result = where || document.getElementById("bulk-result");
     var allowBlank = document.getElementById("allow-blank");
     body.allow_blank = Boolean(allowBlank && allowBlank.checked);
     button.disabled = true;
@@ -257,6 +399,9 @@
         if (row && data.status) {
           row.setAttribute("data-status", data.status);
           setBadge(row.querySelector(".badge"), data.status, data.label || data.status);
+        }
+        if (data.status) {
+          refreshStripFrame(section.getAttribute("data-key"), data.status, data.label || data.status);
         }
         if (data.ok && data.status) {
           section.setAttribute("data-status", data.status);
@@ -316,6 +461,7 @@
       b.addEventListener("click", function () { decide(section, b.getAttribute("data-action"), b); });
     });
   });
+  strips.forEach(wireStrip);
   all("#status-filter input[type=checkbox]").forEach(function (box) {
     box.addEventListener("change", applyFilters);
   });

@@ -1,0 +1,121 @@
+"""Filmstrips: the traces of one model, sequence, camera and size (every field of the key but its
+time: farm.plan.keys.timeless_key) across timestamps, grouped for the HTML report and the Markdown
+summary. A strip has two or more frames; a trace alone at its time stays a trace of its own.
+
+A strip's frames are in time order (the resolved ms of each trace record, `time_ms`, also for keys
+that name a fraction of the sequence). Its worst frame is the first of its frames in the report's
+own order (farm.report.model.sort_traces: failures first, then new, then passed; the lowest SSIM
+first); a strip fails when that frame's status is in the failed group (farm.compare.status), and
+then the report selects that frame first. Strips sort like traces, by their worst frame. Nothing
+here judges a frame: the statuses are the comparison's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from farm.compare.status import LABELS, REPORT_ORDER, group_of
+from farm.plan.keys import TraceKeyError, parse_key, timeless_key
+from farm.report.model import sort_traces
+
+__all__ = ["Strip", "filmstrips", "strip_anchor", "time_text"]
+
+
+def strip_anchor(name: str) -> str:
+    """The report's anchor of the strip named `name` (its timeless key): ``s-`` and 12 hex digits."""
+    return "s-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:12]
+
+
+def _time_ms(t: dict) -> int | None:
+    ms = t.get("time_ms")
+    if isinstance(ms, int) and not isinstance(ms, bool):
+        return ms
+    return parse_key(t["key"]).time_ms
+
+
+def time_text(t: dict) -> str:
+    """A frame's time as its strip labels it: ``500 ms``; ``50% (1000 ms)`` for a key naming a fraction."""
+    k, ms = parse_key(t["key"]), _time_ms(t)
+    if k.time_pct is not None:
+        return k.time_pct if ms is None else f"{k.time_pct} ({ms} ms)"
+    return f"{ms} ms"
+
+
+@dataclass(frozen=True)
+class Strip:
+    name: str  # the frames' timeless key (farm.plan.keys.timeless_key)
+    frames: tuple[dict, ...]  # trace results, in time order
+    worst: int  # the index in `frames` of the worst frame
+
+    @property
+    def status(self) -> str:
+        """The strip's status: its worst frame's."""
+        return self.frames[self.worst]["status"]
+
+    @property
+    def failing(self) -> bool:
+        return group_of(self.status) == "failed"
+
+    @property
+    def selected(self) -> int:
+        """The frame shown first: the worst when the strip fails, else the first in time."""
+        return self.worst if self.failing else 0
+
+    @property
+    def failed(self) -> list[int]:
+        """The indices of the frames in the failed group, in time order."""
+        return [i for i, t in enumerate(self.frames) if group_of(t["status"]) == "failed"]
+
+    @property
+    def anchor(self) -> str:
+        return strip_anchor(self.name)
+
+    @property
+    def model(self) -> str:
+        return self.frames[0].get("model") or parse_key(self.frames[0]["key"]).model
+
+    def counts_text(self) -> str:
+        """``5 frames: 1 failed, 4 passed`` (statuses in the report's order)."""
+        seen = [t["status"] for t in self.frames]
+        parts = [f"{seen.count(s)} {LABELS.get(s, s)}" for s in REPORT_ORDER if s in seen]
+        parts += [f"{seen.count(s)} {s}" for s in dict.fromkeys(seen) if s not in REPORT_ORDER]
+        return f"{len(self.frames)} frames: " + ", ".join(parts)
+
+    def summary(self) -> str:
+        """The counts and, when the strip fails, where in time: ``...; failing at 500 ms; worst: 500 ms``
+        (``changed at`` when every such frame is a diff's changed one)."""
+        text = self.counts_text()
+        if self.failing:
+            word = "changed" if all(self.frames[i]["status"] == "changed" for i in self.failed) else "failing"
+            text += f"; {word} at " + ", ".join(time_text(self.frames[i]) for i in self.failed)
+            text += "; worst: " + time_text(self.frames[self.worst])
+        return text
+
+
+def _in_time_order(frames: list[dict]) -> tuple[dict, ...]:
+    def when(t):
+        ms = _time_ms(t)
+        return (ms is None, ms or 0, t["key"])
+
+    return tuple(sorted(frames, key=when))
+
+
+def filmstrips(traces) -> list[Strip]:
+    """The strips of `traces` (trace results): those whose keys differ only in their time, two or
+    more each, in time order; the strips in the report's order of their worst frames."""
+    groups: dict[str, list[dict]] = {}
+    for t in traces:
+        try:
+            name = timeless_key(t["key"])
+        except TraceKeyError:  # not a trace key: it stays a trace of its own
+            continue
+        groups.setdefault(name, []).append(t)
+    strips = {}
+    for name, frames in groups.items():
+        if len(frames) < 2:
+            continue
+        ordered = _in_time_order(frames)
+        worst = sort_traces(ordered)[0]
+        strips[worst["key"]] = Strip(name, ordered, next(i for i, t in enumerate(ordered) if t is worst))
+    return [strips[t["key"]] for t in sort_traces(s.frames[s.worst] for s in strips.values())]
