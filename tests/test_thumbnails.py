@@ -299,8 +299,11 @@ def test_cli_errors_and_strict(models, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["thumbnails", str(tmp_path / "nope"), "--out", str(out)]) == 2
     assert "nope: no such folder" in capsys.readouterr().err
-    assert main(["thumbnails", str(models), "--out", str(out), "--size", "8"]) == 2
-    assert "--size must be 16..4096" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["thumbnails", str(models), "--out", str(out), "--size", "9000"])
+    assert "9000x9000 is outside 1..8192" in capsys.readouterr().err  # farm.settings' one size rule
+    with pytest.raises(ThumbnailError, match="--size 0x0 is outside 1..8192"):
+        make_thumbnails([models], out, ThumbnailOptions(size=0))
     only_broken = tmp_path / "only"
     only_broken.mkdir()
     shutil.copy(models / "broken.mdx", only_broken / "broken.mdx")

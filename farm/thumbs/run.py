@@ -39,7 +39,7 @@ from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.progress import Progress
-from farm.settings import RenderSettings, SettingError, check_assets, check_game
+from farm.settings import RenderSettings, SettingError, check_assets, check_game, check_size
 from farm.store import is_url, open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
@@ -82,8 +82,6 @@ class ThumbnailOptions:
     render: RenderSettings = THUMBNAIL_RENDER
 
     def check(self) -> None:
-        if not 16 <= int(self.size) <= 4096:
-            raise ThumbnailError(f"--size must be 16..4096 pixels, not {self.size}")
         if self.format not in IMAGE_FORMATS:
             raise ThumbnailError(f"--format must be one of {', '.join(IMAGE_FORMATS)}, not {self.format!r}")
         if self.time is not None and int(self.time) < 0:
@@ -93,6 +91,7 @@ class ThumbnailOptions:
         if int(self.sheet) < 0:
             raise ThumbnailError(f"--sheet must be >= 0, not {self.sheet}")
         try:
+            check_size(self.size, "--size")  # the one size rule (farm.settings), as render and run have it
             self.settings()
             check_assets(self.assets, "--assets")
             check_game(self.render.game, "--game")
