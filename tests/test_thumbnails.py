@@ -25,7 +25,7 @@ from mdx_cases import REJECTED  # noqa: E402
 
 from farm.cli import main  # noqa: E402
 from farm.look import default_time  # noqa: E402
-from farm.thumbs import ThumbnailOptions, make_thumbnails  # noqa: E402
+from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails  # noqa: E402
 from farm.thumbs.find import EXTENSIONS, asset_roots_for, find_models  # noqa: E402
 from farm.thumbs.index import ENTRY_KEYS  # noqa: E402
 from farm.thumbs.work import choose_sequence  # noqa: E402
