@@ -192,7 +192,7 @@ def notify(target: str, status: dict, summary: str, report: Path | None, timeout
 def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Path | None = None,
                 out: str | Path | None = None, broker: str | None = None, workers: int | None = None,
                 now: _dt.datetime | None = None, allow_new: bool = False, notify_to: str | None = None,
-                image_base: str | None = None) -> dict:
+                image_base: str | None = None, inputs: str | None = None) -> dict:
     """Render `manifest`, compare it with its goldens, write the dated report and status files,
     the index page, and tell `notify_to` (default FARM_NIGHTLY_NOTIFY). `image_base`: the http(s)
     URL where `reports` is published; the night's summary.md links its images under URL/DATE/.
@@ -216,7 +216,8 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
                                     f" next to the manifest")
         status["goldens"] = str(Path(folder).absolute())
         job_id = f"nightly-{now.strftime('%Y%m%d-%H%M%S')}"
-        job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False)
+        job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False,
+                                inputs=inputs)
         status["job"] = job.id
         results = compare_job(job, folder, allow_new=allow_new, report=day_dir,
                               image_base=image_base and f"{image_base.rstrip('/')}/{date}/").results

@@ -236,3 +236,25 @@ def test_texture_lookups_on_corpus_models():
         assert a.record == b.record, p
         seen += 1
     assert seen >= 10
+
+
+def test_farm_run_inputs_travel_through_a_folder_store_too(tmp_path, monkeypatch):
+    """--inputs travel with a folder store: every batch carries its inputs, the store holds them by
+    sha256, and the frames are byte for byte those of the same job with its inputs at their paths."""
+    from farm.cli import main
+    from farm.run.jobs import JobState
+
+    monkeypatch.delenv("FARM_BROKER_URL", raising=False)
+    monkeypatch.setenv("FARM_INPUT_CACHE", str(tmp_path / "cache"))
+    write_samples(tmp_path / "models")
+    (tmp_path / "job.toml").write_text('size = "32x32"\ntimestamps = [0, 900]\n[[models]]\npaths = ["models/*.mdx"]\n')
+    for mode in ("shared", "travel"):
+        assert main(["run", str(tmp_path / "job.toml"), "--out", str(tmp_path / mode), "--job-id", "j",
+                     "--workers", "1", "--no-compare", "--no-progress", "--inputs", mode]) == 0
+    shared, travel = JobState.load("j", tmp_path / "shared"), JobState.load("j", tmp_path / "travel")
+    assert travel.index() == shared.index() and travel.index()
+    assert all(b.get("inputs") for b in travel.batches.values())
+    assert not any(b.get("inputs") for b in shared.batches.values())
+    held = {p.name for p in (tmp_path / "travel" / "inputs").glob("??/*")}
+    assert {b["inputs"] for b in travel.batches.values()} <= held
+    assert not (tmp_path / "shared" / "inputs").exists()

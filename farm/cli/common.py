@@ -13,6 +13,7 @@ from farm.goldens import INDEX_NAME, find_goldens
 from farm.report import write_report
 from farm.report.markdown import IMAGES_HINT, published
 from farm.report.text import summary_text
+from farm.run.inputs import INPUT_MODES
 from farm.run.jobs import JobState
 from farm.settings import SettingError, check_image_base, check_msaa, check_size, check_team
 from farm.store import open_store
@@ -117,6 +118,10 @@ def add_runner_options(s) -> None:
     s.add_argument("--workers", type=workers_arg, help="local processes (default: one per core; with a broker,"
                                                         " the workers' --concurrency decides)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar (and no progress lines in CI)")
+    s.add_argument("--inputs", choices=INPUT_MODES, help="travel: the models, textures and tags go through the store"
+                                                        " to workers that cannot see them; shared: workers open them"
+                                                        " by path (default: $FARM_INPUTS, else auto: travel when"
+                                                        " the store is s3://)")
 
 
 def job_ref(ref: str, out: str | None) -> str:

@@ -108,7 +108,7 @@ def _job_json(job) -> dict:
 def cmd_run(args) -> int:
     try:
         job = run_job(args.manifest, out=args.out, broker=args.broker, workers=args.workers, job_id=args.job_id,
-                      progress=False if args.no_progress else None)
+                      progress=False if args.no_progress else None, inputs=args.inputs)
     except KeyboardInterrupt:
         print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
               file=sys.stderr)
@@ -186,8 +186,8 @@ def cmd_retry(args) -> int:
     note = manifest_change(JobState.load(ref, args.out))
     if note:
         print(f"note: {note}", file=sys.stderr)
-    job = retry_job(ref, out=args.out, failed=args.failed, pending=args.pending,
-                    broker=args.broker, workers=args.workers, progress=False if args.no_progress else None)
+    job = retry_job(ref, out=args.out, failed=args.failed, pending=args.pending, broker=args.broker,
+                    workers=args.workers, progress=False if args.no_progress else None, inputs=args.inputs)
     if args.failed:
         for model in job.unloadable():
             print(f"farm retry: nothing a retry can fix for {model}, which does not load: {CAUSE_HINTS[UNLOADABLE]}",
@@ -220,7 +220,7 @@ def cmd_nightly(args) -> int:
         return 0
     status = run_nightly(settings["manifest"], reports=settings["reports"], goldens=args.goldens or settings["goldens"],
                          out=settings["out"], broker=args.broker, workers=args.workers, allow_new=args.allow_new,
-                         notify_to=args.notify, image_base=args.image_base)
+                         notify_to=args.notify, image_base=args.image_base, inputs=args.inputs)
     print(f"nightly {status['date']}: {status['status']}" + (f" ({status['job']})" if status.get("job") else ""))
     for problem in status.get("problems") or []:
         print(f"problem: {problem}")

@@ -290,16 +290,17 @@ def _planned(trace: dict) -> dict:
 
 
 def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: int | None,
-             progress: bool | None, follow: list | None = None) -> dict:
+             progress: bool | None, follow: list | None = None, inputs: str | None = None) -> dict:
     """Send `batches` and follow them, and `follow` ((task id or None, batch) pairs still in flight,
-    not sent again), recording every result in the job."""
+    not sent again), recording every result in the job. `inputs`: whether their inputs travel
+    (farm.run.inputs.INPUT_MODES; None: FARM_INPUTS)."""
     # Longest batches first, so the last ones to finish are short (less idle time at the end).
     batches = sorted(batches, key=lambda b: (-len(b.keys), b.model_rel, b.id))
     frames = sum(len(b.keys) for b in batches) + sum(len(b.keys) for _, b in follow or ())
     run = {"mode": mode(broker), "broker": redact_url(broker), "workers": workers,
            "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
     job.data["runs"].append(run)
-    if travels(job.store):  # before the batches are recorded as sent: they carry their inputs
+    if travels(job.store, inputs):  # before the batches are recorded as sent: they carry their inputs
         run["inputs"] = publish(batches, job.store)
     job.dispatched(batches)
     t0 = time.monotonic()
@@ -320,7 +321,8 @@ def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: i
 
 
 def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | None = None,
-            workers: int | None = None, job_id: str | None = None, progress: bool | None = None) -> JobState:
+            workers: int | None = None, job_id: str | None = None, progress: bool | None = None,
+            inputs: str | None = None) -> JobState:
     """Plan a manifest into batches, run them (Celery when a broker is given, else locally), record."""
     m = load_manifest(manifest)
     plan = expand_manifest(m)
@@ -328,12 +330,13 @@ def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | N
         raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
     store = open_store(out or default_out())
     job = JobState.create(store, m, plan, job_id)  # its document is written when the batches are sent
-    _execute(job, plan.runnable(), broker_url(broker, reach=True), workers, progress)
+    _execute(job, plan.runnable(), broker_url(broker, reach=True), workers, progress, inputs=inputs)
     return job
 
 
 def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, pending: bool = False,
-              broker: str | None = None, workers: int | None = None, progress: bool | None = None) -> JobState:
+              broker: str | None = None, workers: int | None = None, progress: bool | None = None,
+              inputs: str | None = None) -> JobState:
     """Run a job's failed (and/or still pending) traces again, in batches cut the same way."""
     job = JobState.load(job_ref, out)
     job.merge_worker_results()
@@ -362,7 +365,7 @@ def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, 
     follow = [(busy[b.id], b) for b in batches if b.id in busy]
     batches = [b for b in batches if b.id not in busy]
     if batches or follow:
-        _execute(job, batches, broker, workers, progress, follow)
+        _execute(job, batches, broker, workers, progress, follow, inputs=inputs)
     return job
 
 
