@@ -89,7 +89,7 @@ def main(argv=None) -> int:
     for p in paths:
         data = p.read_bytes()
         t_load = timed(lambda p=p: load_halo_model(p), args.repeat)
-        t_parse = timed(lambda d=data, p=p: read_halo_model(d, str(p)), args.repeat)
+        t_parse = timed(lambda d=data, p=p: read_halo_model(d, str(p), tag_root=None), args.repeat)
         t_floor = timed(lambda p=p: floor(p), args.repeat)
         t_naive = timed(lambda p=p: naive(p), max(1, args.repeat // 2))
         totals["bytes"] += len(data)

@@ -53,6 +53,9 @@ def lod_index(lod) -> int:
     raise ValueError(f"unknown LOD {lod!r}; choose one of {', '.join(LODS)} or an index 0..4")
 
 
+NEAREST_TAG_ROOT = "nearest"  # read_halo_model's default tag root: the folder named 'tags' above the model
+
+
 def load_halo_model(path, strict: bool = False, lod="super_high", permutation=None, regions=None, tag_root=None,
                     **_) -> Model:
     """Load a Halo 1 `.model` (Xbox, class mode) or `.gbxmodel` (PC, class mod2) tag file.
@@ -70,20 +73,22 @@ def load_halo_model(path, strict: bool = False, lod="super_high", permutation=No
     except OSError as e:
         raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
     return read_halo_model(data, str(path), strict=strict, lod=lod, permutation=permutation, regions=regions,
-                           tag_root=tag_root)
+                           tag_root=NEAREST_TAG_ROOT if tag_root is None else tag_root)
 
 
 def read_halo_model(data: bytes, path: str = "<bytes>", strict: bool = False, lod="super_high", permutation=None,
-                    regions=None, tag_root=None, resolver=None, name: str | None = None) -> Model:
+                    regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None, name: str | None = None) -> Model:
     """Parse model tag bytes into the neutral Model (renderer.formats' reader contract; see
     `load_halo_model` for the options). The shader and bitmap tags it names are found by `resolver`
     (a `TagRoot`, or what a worker was given instead: renderer.assets.pins); without one, by a
-    `TagRoot` over `tag_root`, else over the folder named 'tags' above `path` (none: flat colours)."""
+    `TagRoot` over `tag_root`: by default the folder named 'tags' above `path` (a file's), None for
+    none (flat colours; nothing but `data` is read)."""
     lod_i = lod_index(lod)
     tag = read_model_tag(data, path)
     if resolver is None:
-        root = Path(tag_root) if tag_root is not None else find_tag_root(path) if split_source(path) is None else None
-        resolver = TagRoot(root) if root is not None else None
+        if tag_root == NEAREST_TAG_ROOT:
+            tag_root = find_tag_root(path) if split_source(path) is None else None
+        resolver = TagRoot(Path(tag_root)) if tag_root is not None else None
     model = Model(version=tag.header.version, path=path, format="halo", texture_source=HaloBitmaps(resolver))
     model.name = name if name is not None else PurePosixPath(path.replace("\\", "/")).stem
     model.diagnostics.extend(tag.diagnostics)
