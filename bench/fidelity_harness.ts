@@ -1,10 +1,14 @@
 // bench/fidelity.py's page script: renders one frame of one model with mdx-m3-viewer (bundled from
 // its source in a scratch folder, never committed) and leaves a PNG data URL in window.FIDELITY.
-// window.JOB: {model, size, eye, target, up, fov_deg, near, far, sequence, time_ms, background,
-// step_ms}. With step_ms, time advances from the sequence start in steps of step_ms (the viewer's own
-// 1000/60 ms frames), so emitters simulate as they do in the viewer; FIDELITY.alive counts the live
-// particles and ribbon edges then.
-import { alive, openModel } from './viewer_page';
+// window.JOB: viewer_page.ts's job and time_ms; still frames (SSIM mode) set the instance's frame to the
+// sequence start + time_ms and update with a zero step. With `animated`, the instance plays from the
+// sequence start (loop mode 0, as ours: loop unless the sequence is NonLooping) and the viewer is
+// advanced the way its own particle tests advance it (viewer_page.ts stepLikeTests: seed 6, 1000/60 ms
+// updates), so its emitters simulate; `file_rates` undoes its doubling of static emission rates,
+// `emitters: false` keeps every emitter from emitting and `seed` replaces the tests' seed 6. FIDELITY then
+// also holds the live particles and ribbon edges after the last update (`alive`), the updates taken
+// (`steps`) and the instance's frame in ms from the sequence start (`frame_ms`).
+import { TEST_SEED, alive, emittersOff, fileRates, openModel, stepLikeTests } from './viewer_page';
 
 declare global {
   interface Window { JOB: any; FIDELITY: any; }
@@ -18,22 +22,26 @@ async function run(): Promise<void> {
     return;
   }
   const { canvas, viewer, model, instance } = opened;
-  viewer.update(0);
-  if (job.step_ms) {
-    instance.frame = model.sequences[job.sequence]?.interval[0] ?? 0;
-    for (let t = 0; t < job.time_ms; t += job.step_ms) {  // the viewer's own loop: update, then draw
-      viewer.update(Math.min(job.step_ms, job.time_ms - t));
-      viewer.startFrame();
-      viewer.render();
+  const start = model.sequences[job.sequence]?.interval[0] ?? 0;
+  let steps = 0;
+  if (job.animated) {
+    if (job.file_rates) {
+      fileRates(model);
     }
+    if (job.emitters === false) {
+      emittersOff(instance);
+    }
+    instance.setSequenceLoopMode(0);
+    steps = stepLikeTests(viewer, job.time_ms, job.seed ?? TEST_SEED);
   } else {
-    instance.frame = (model.sequences[job.sequence]?.interval[0] ?? 0) + job.time_ms;
     viewer.update(0);
+    instance.frame = start + job.time_ms;
+    viewer.update(0);
+    viewer.startFrame();
+    viewer.render();
   }
-  const live = alive(instance);
-  viewer.startFrame();
-  viewer.render();
-  window.FIDELITY = { png: canvas.toDataURL('image/png'), alive: live };
+  window.FIDELITY = { png: canvas.toDataURL('image/png'), alive: alive(instance), steps,
+                      frame_ms: instance.frame - start };
 }
 
 run().catch((e) => { window.FIDELITY = { error: String(e && e.stack || e) }; });

@@ -50,10 +50,18 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.append(str(ROOT / "bench"))
 
-from viewer import VIEWER_STEP_MS, add_bundle_arguments, camera_job, page_url, ready_bundle, served  # noqa: E402
+from viewer import (  # noqa: E402
+    CORPUS,
+    VIEWER_STEP_MS,
+    add_bundle_arguments,
+    camera_job,
+    corpus_models,
+    page_url,
+    ready_bundle,
+    served,
+)
 
 HARNESS = Path(__file__).resolve().parent / "peer_harness.ts"
-CORPUS = ROOT.parent / "shared" / "corpus"
 PEER_MODELS = ["OrcMale", "Ghost", "Girl2", "DarionMograineEvil", "LargeFireEmitter", "HumanBattleship"]
 MODES = ("still", "animated")
 
@@ -61,13 +69,9 @@ MODES = ("still", "animated")
 def default_models(corpus: Path, scratch: Path) -> list[Path]:
     """The corpus models of issue 27's table found under `corpus` (the first `<name>.mdx` by path),
     else the project's sample models written into `scratch`."""
-    found = {}
-    if corpus.is_dir():
-        for path in sorted(corpus.rglob("*.mdx")):
-            if path.stem in PEER_MODELS and path.stem not in found:
-                found[path.stem] = path
+    found = corpus_models(corpus, PEER_MODELS)
     if found:
-        return [found[name] for name in PEER_MODELS if name in found]
+        return found
     from renderer.samples import write_samples
 
     return write_samples(scratch / "samples")

@@ -6,8 +6,7 @@
 // "animated"), returning {fps, alive: live particles and ribbon edges after the last frame, frame: the
 // instance's ms}. window.JOB: viewer_page.ts's job, time_ms, step_ms and file_rates (true: emit at the
 // file's rates, undoing the viewer's doubling of every static PRE2 and ribbon emission rate).
-import { alive, openModel } from './viewer_page';
-import { SETTING_PARTICLES_HIGH } from './viewer/src/viewer/handlers/mdx/geometryemitterfuncs';
+import { alive, fileRates, openModel } from './viewer_page';
 
 declare global {
   interface Window { JOB: any; PEER: any; }
@@ -35,9 +34,7 @@ async function run(): Promise<void> {
   const gl: WebGLRenderingContext = viewer.gl;
   const pixels = new Uint8Array(job.size * job.size * 4);
   if (job.file_rates) {  // the viewer multiplies each emitter's static rate by its "high particles" setting
-    for (const emitter of [...model.particleEmitters2, ...model.ribbonEmitters]) {
-      emitter.emissionRate /= SETTING_PARTICLES_HIGH;
-    }
+    fileRates(model);
   }
   instance.setSequenceLoopMode(0);  // as ours: loop unless the sequence is NonLooping (then hold its end)
   viewer.update(0);

@@ -32,6 +32,7 @@ import numpy as np
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 VIEWER_STEP_MS = 1000 / 60  # the viewer advances time in frames of 1000/60 ms (ModelViewer.update's default)
+CORPUS = ROOT.parent / "shared" / "corpus"
 SHARED_TS = BENCH / "viewer_page.ts"  # imported by every page script
 NPM_PACKAGES = ["esbuild", "gl-matrix@3.3.0", "events", "pako", "tga-js", "fengari"]
 PAGE = """<!doctype html><meta charset="utf-8"><body style="margin:0">
@@ -84,6 +85,16 @@ def ready_bundle(args, entry: Path, out_name: str) -> Path | None:
     return Path(bundle)
 
 
+def corpus_models(corpus: Path, names: list[str]) -> list[Path]:
+    """The first `<name>.mdx` (by path) under `corpus` of each name found there, in the order of `names`."""
+    found: dict[str, Path] = {}
+    if corpus.is_dir():
+        for path in sorted(corpus.rglob("*.mdx")):
+            if path.stem in names and path.stem not in found:
+                found[path.stem] = path
+    return [found[name] for name in names if name in found]
+
+
 TEAM_PATHS = {"ReplaceableTextures/TeamColor/TeamColor": 1, "ReplaceableTextures/TeamGlow/TeamGlow": 2}
 
 
@@ -112,6 +123,23 @@ def team_texture(path: str) -> bytes | None:
             team = int(path[len(prefix):-4])
             return blp1_paletted((team_color_texture if rid == 1 else team_glow_texture)(team))
     return None
+
+
+def team_assets(model, folder: Path) -> tuple[str, ...]:
+    """The team colour / glow BLPs the server answers the viewer with (`team_texture`) for the texture
+    paths `model` names, written under `folder` as an asset root for our renderer (FrameSpec.assets), so
+    that both renderers draw the same files for a path such as ReplaceableTextures\\TeamGlow\\TeamGlow06.blp
+    (replaceable ids 1 and 2 use the same tables on both sides already). () when it names none."""
+    written = False
+    for texture in model.textures:
+        rel = texture.path.replace("\\", "/")
+        data = team_texture(rel)
+        if data is not None:
+            target = folder / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            written = True
+    return (str(folder),) if written else ()
 
 
 class _Files(http.server.SimpleHTTPRequestHandler):
