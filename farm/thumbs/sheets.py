@@ -15,10 +15,11 @@ import math
 import textwrap
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from farm.images import WEBP_LOSSLESS
-from renderer.png import PNG_OPTIONS
+from renderer.png import encode_png
 
 __all__ = ["SHEET_VERSION", "caption_lines", "draw_sheet", "placeholder_tile", "sheet_bytes", "short_error",
            "tile_size"]
@@ -128,9 +129,8 @@ def draw_sheet(entries: list[dict], out_dir: Path, capacity: int, size: int) -> 
 
 
 def sheet_bytes(im: Image.Image, fmt: str) -> bytes:
+    if fmt != "webp":
+        return encode_png(np.asarray(im.convert("RGBA")))
     buf = io.BytesIO()
-    if fmt == "webp":
-        im.save(buf, "WEBP", **WEBP_LOSSLESS)
-    else:
-        im.save(buf, "PNG", **PNG_OPTIONS)
+    im.save(buf, "WEBP", **WEBP_LOSSLESS)
     return buf.getvalue()

@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from farm.files import atomic_write_json
+from farm.files import append_json_line, atomic_write_json
 
 __all__ = ["FILE_KEYS", "FORMAT", "State", "StateLocked", "fingerprint"]
 
@@ -46,7 +46,6 @@ class State:
         self.sheets: dict[str, str] = {}  # sheet file (relative to DIR) -> fingerprint of its content
         self.files: set[str] = set()  # every output file any record named (to remove the ones no longer wanted)
         self._lock_fd: int | None = None
-        self._journal = None
 
     @property
     def state_path(self) -> Path:
@@ -77,9 +76,6 @@ class State:
         self._lock_fd = fd
 
     def unlock(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing releases the flock
             self._lock_fd = None
@@ -116,22 +112,14 @@ class State:
 
     # --- writing
     def record(self, model_id: str, rec: dict) -> None:
-        """Remember a finished model now (one appended line, flushed to the OS)."""
+        """Remember a finished model now (one appended line, whole or absent; an OSError names the journal)."""
         self.records[model_id] = rec
         self._note_files(rec)
-        if self._journal is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._journal = open(self.journal_path, "ab", buffering=0)  # noqa: SIM115 - kept open for the run
-        line = json.dumps({"id": model_id, "record": rec}, sort_keys=True, separators=(",", ":"),
-                          ensure_ascii=False).encode("utf-8", "backslashreplace") + b"\n"  # farm.files.json_bytes
-        self._journal.write(line)
+        append_json_line(self.journal_path, {"id": model_id, "record": rec})
 
     def compact(self, keep: list[str]) -> None:
         """Write state.json with the records of `keep` (the models found this run) and empty the journal."""
         self.records = {k: self.records[k] for k in keep if k in self.records}
         atomic_write_json(self.state_path, {"format": FORMAT, "models": self.records, "sheets": self.sheets},
                           self.tmp)
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
         self.journal_path.unlink(missing_ok=True)
