@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -47,12 +48,20 @@ class Camera:
     source: str = "explicit"  # auto:<bounds source>, cams:<name>, explicit
 
     def view(self) -> np.ndarray:
+        return self._view.copy()  # a copy: the caller may change it, the camera stays what it was
+
+    @cached_property
+    def _view(self) -> np.ndarray:  # a frame asks three times (pose, effects, draw): computed once
         return look_at(self.eye, self.target, self.up)
 
     def projection(self, aspect: float) -> np.ndarray:
         return perspective(self.fov_deg, aspect, self.near, self.far)
 
     def as_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, list) else v for k, v in self._dict.items()}
+
+    @cached_property
+    def _dict(self) -> dict:
         d = asdict(self)
         for k in ("eye", "target", "up"):
             d[k] = [round(float(x), 6) for x in d[k]]

@@ -132,7 +132,8 @@ class Renderer:
         self._program = None
         self._palette = None
         self._models: dict[int, object] = {}
-        self._digests: dict[int, tuple[Model, str]] = {}  # id(model) -> (model, content hash)
+        self._memos: dict[int, _Memo] = {}  # id(model) -> what its frames share (_Memo)
+        self._gl_info: dict | None = None
         self._fx_programs = None
         self.effects = Effects()  # particle/ribbon simulations kept between frames (renderer.fx)
 
@@ -147,7 +148,9 @@ class Renderer:
         return self._ctx
 
     def gl_info(self) -> dict:
-        return self.context.info.as_dict()
+        if self._gl_info is None:  # fixed for the context's life; read into every trace
+            self._gl_info = self.context.info.as_dict()
+        return dict(self._gl_info)
 
     def _gpu(self, model: Model, spec: FrameSpec):
         # GL side: imported when a frame is drawn (`import renderer` stays light)
@@ -172,18 +175,33 @@ class Renderer:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
         for key in [k for k in self._models if k[0] == id(model)]:
             self._models.pop(key).delete()
-        self._digests.pop(id(model), None)
+        self._memos.pop(id(model), None)
         self.effects.forget(model)
+
+    def _memo(self, model: Model) -> _Memo:
+        memo = self._memos.get(id(model))
+        if memo is None or memo.model is not model:
+            memo = self._memos[id(model)] = _Memo(model)
+        return memo
 
     def _digest(self, model: Model, given: str | None) -> str:
         """The model's content hash, computed once per model object (it is read on every frame)."""
         if given:
             return given
-        known = self._digests.get(id(model))
-        if known is None or known[0] is not model:
-            known = (model, model_hash(model))
-            self._digests[id(model)] = known
-        return known[1]
+        memo = self._memo(model)
+        if memo.digest is None:
+            memo.digest = model_hash(model)
+        return memo.digest
+
+    def _camera(self, model: Model, spec: FrameSpec, seq: int | None, aspect: float) -> Camera:
+        """The auto, CAMS or explicit camera of a frame (for ``fit``: the auto camera it starts from),
+        resolved once per model, camera, sequence and aspect: it does not depend on the time."""
+        cameras = self._memo(model).cameras
+        key = (spec.camera, seq, aspect)
+        camera = cameras.get(key)
+        if camera is None:
+            camera = cameras[key] = resolve_camera(spec.camera, model, seq, aspect)
+        return camera
 
     def _pose(self, model: Model, spec: FrameSpec, digest: str | None = None):
         """(sequence index, camera, GPU resources, pose, effects) of a frame; the context is made current.
@@ -195,15 +213,19 @@ class Renderer:
         seq = resolve_sequence(model, spec.sequence)
         gpu = self._gpu(model, spec)
         aspect = spec.width / spec.height
-        camera = resolve_camera(spec.camera, model, seq, aspect)
+        camera = self._camera(model, spec, seq, aspect)
+        first = None
         if spec.camera == FIT_CAMERA:
-            pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
+            first = gpu.animator.pose(seq, spec.time_ms, camera.view())
             fx = self._effects(model, gpu, seq, spec, digest or self._digest(model, None), camera)
-            fitted = fit_camera(drawn_box(model, pose, fx, camera.view()), aspect, camera)
+            fitted = fit_camera(drawn_box(model, first, fx, camera.view()), aspect, camera)
             if fitted is camera:  # nothing drawn: the auto camera's pose and effects are the frame's
-                return seq, camera, gpu, pose, (fx if digest else None)
+                return seq, camera, gpu, first, (fx if digest else None)
             camera = fitted
-        pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
+        if first is not None and not gpu.animator.skeleton.track_rotation:
+            pose = first  # no billboard or camera-anchored node: the view changes nothing in the pose
+        else:
+            pose = gpu.animator.pose(seq, spec.time_ms, camera.view())
         return seq, camera, gpu, pose, self._effects(model, gpu, seq, spec, digest, camera) if digest else None
 
     def _effects(self, model: Model, gpu, seq: int | None, spec: FrameSpec, digest: str, camera: Camera):
@@ -334,6 +356,19 @@ class Renderer:
 
     def trace(self, model: Model, spec: FrameSpec, seq: int | None, camera: Camera, msaa: int,
               model_digest: str | None) -> dict:
+        """The frame's trace: built once per model, settings, sequence, camera and granted MSAA (every
+        part but the time), which is then set (a batch's frames differ in their time alone)."""
+        traces = self._memo(model).traces
+        key = (replace(spec, time_ms=0), seq, camera, msaa, model_digest)
+        constant = traces.get(key)
+        if constant is None:
+            if len(traces) >= _MAX_TRACES:  # fit cameras differ frame by frame: keep the memo bounded
+                traces.clear()
+            constant = traces[key] = self._trace(model, spec, seq, camera, msaa, model_digest)
+        return _fresh(constant) | {"time_ms": int(spec.time_ms)}
+
+    def _trace(self, model: Model, spec: FrameSpec, seq: int | None, camera: Camera, msaa: int,
+               model_digest: str | None) -> dict:
         return {
             "renderer_version": RENDERER_VERSION,
             "model": Path(model.path).name if model.path else str(model.name),
@@ -383,6 +418,29 @@ class Renderer:
         if self._ctx is not None:
             self._ctx.release()
             self._ctx = None
+
+
+_MAX_TRACES = 64  # trace memo entries per model
+
+
+def _fresh(value):
+    """A copy of a JSON-like value (dicts and lists copied, the rest shared): a caller may change its
+    trace without changing the memo's (copy.deepcopy took 0.1 ms a frame)."""
+    if isinstance(value, dict):
+        return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fresh(v) for v in value]
+    return value
+
+
+@dataclass(eq=False)
+class _Memo:
+    """What a renderer keeps per model object between its frames (dropped by `Renderer.forget`)."""
+
+    model: Model
+    digest: str | None = None  # content hash
+    cameras: dict = field(default_factory=dict)  # (camera spec, sequence, aspect) -> Camera
+    traces: dict = field(default_factory=dict)  # the trace but its time, by what decides it (Renderer.trace)
 
 
 def _polygon_mode(lines: bool) -> None:

@@ -65,3 +65,29 @@ def test_the_pose_changes_the_picture_the_way_the_track_says(samples):
     covered = [int((f[..., :3].max(axis=2) > 0).sum()) for f in death]
     # Death scales the crate's Z to 0.2 and fades the lid out: far fewer pixels at the end.
     assert covered[1] < covered[0] * 0.6
+
+
+def test_what_a_renderer_keeps_between_frames_changes_no_frame(samples):
+    """The renderer keeps a model's cameras and the time-free part of its traces between frames
+    (issue 27): a fresh renderer, and a renderer whose caller changed the last frame's trace and
+    camera matrices, give the same pixels and trace at every time, camera rule and size."""
+    from renderer.frame import Renderer
+
+    kept = renderer()
+    model = load_mdx(samples / "effects.mdx")
+    for camera in ("auto", "fit"):
+        for t, size in ((0, 64), (250, 64), (250, 80), (900, 64)):
+            spec = FrameSpec(time_ms=t, width=size, height=64, camera=camera)
+            a = kept.render(model, spec)
+            a.trace["camera"]["eye"][0] = 1e9  # a caller's change stays in its own copy
+            a.trace["gl"]["renderer"] = "changed"
+            with Renderer() as fresh:
+                b = fresh.render(model, spec)
+            c = kept.render(model, spec)
+            assert np.array_equal(b.rgba, c.rgba) and b.trace == c.trace, (camera, t, size)
+            assert c.trace["time_ms"] == t
+    cam = kept._camera(model, FrameSpec(), 0, 1.0)
+    cam.view()[0, 0] = 7.0
+    assert cam.view()[0, 0] != 7.0
+    kept.forget(model)
+    assert id(model) not in kept._memos
