@@ -197,6 +197,30 @@ def test_a_process_killed_holding_the_progress_lock_does_not_hang_the_run(job_di
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {"total": 2, "done": 1, "failed": 1, "pending": 0}
 
 
+def test_processes_are_recycled_after_max_tasks_and_the_run_ends(job_dir):
+    """FARM_MAX_TASKS_PER_CHILD=2 with one process: every process renders at most 2 batches and the run
+    ends (the executor's own max_tasks_per_child never replaced a retired process, CPython gh-115634:
+    a run with more than 100 batches a process hung for ever)."""
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from farm.run.jobs import run_job
+        from renderer.png import read_png
+        job = run_job({str(job_dir / "job.toml")!r}, out={str(job_dir / "out")!r}, workers=1, progress=False)
+        pids = [read_png(job.store.image_path(t["digest"]))[1]["gl"]["pid"] for t in job.traces.values()
+                if t["status"] == "done"]
+        print(json.dumps({{"counts": job.counts(), "batches": len(job.batches), "pids": pids}}))
+    """)
+    env = {**os.environ, "FARM_RENDERER": "test_farm_local:EnvRenderer", "FARM_MAX_TASKS_PER_CHILD": "2",
+           "FARM_BATCH_FRAMES": "1"}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert report["counts"]["pending"] == 0 and report["batches"] >= 7, report
+    per_process = {pid: report["pids"].count(pid) for pid in report["pids"]}
+    assert max(per_process.values()) <= 2 and len(per_process) >= len(report["pids"]) / 2, per_process
+
+
 def test_parent_never_loads_gl_and_children_split_the_cores(job_dir):
     real_renderer()
     code = textwrap.dedent(f"""

@@ -8,7 +8,10 @@ batch, exactly as a Celery worker process does, so both give the same bytes. The
 plans, collects results and draws the progress bar; it never loads GL.
 
 Children report frame counts through a queue (for the bar) and return each batch's result.
-``FARM_MAX_TASKS_PER_CHILD`` recycles a process after that many batches, as in Celery. Each pool has
+``FARM_MAX_TASKS_PER_CHILD`` recycles processes as Celery does, per pool rather than per process: a
+pool of n runs at most n times that many batches, and the rest go to a fresh pool (the executor's own
+max_tasks_per_child deadlocks on Python 3.11-3.13 once a process reaches it with batches still queued,
+CPython gh-115634: a local run of more than 100 batches a process never ended). Each pool has
 a queue of its own: a child killed (or dying) while it writes to the queue leaves the queue's write
 lock held for ever, so the parent writes its wake-up sentinel only into the queue of a pool whose
 processes all lived, and a later pool's children never share a lock a dead one held.
@@ -143,7 +146,10 @@ class _LocalRun:
                 self.run_isolated(self.isolate.pop(0))
                 continue
             count = len(self.remaining)
-            broken = self.run_pool(list(self.remaining), workers)  # in the order given (longest first)
+            ids = list(self.remaining)  # in the order given (longest first)
+            if self.max_tasks:  # a generation of processes: fresh ones for what is left after it
+                ids = ids[:self.max_tasks * workers]
+            broken = self.run_pool(ids, workers)
             fruitless = fruitless + 1 if broken and len(self.remaining) == count and not self.isolate else 0
             if fruitless >= 3:  # processes die before starting any batch: GL set-up, most likely
                 for b in list(self.remaining.values()):
@@ -170,7 +176,7 @@ class _LocalRun:
         listener = threading.Thread(target=self.listen, args=(q, stop), name="farm-progress", daemon=True)
         listener.start()
         executor = ProcessPoolExecutor(max_workers=n, mp_context=self.ctx, initializer=_init_child,
-                                       initargs=(n, self.renderer, q), max_tasks_per_child=self.max_tasks)
+                                       initargs=(n, self.renderer, q))
         futures = {executor.submit(_run_batch, self.job_id, self.remaining[i].to_dict(), self.store.location,
                                    self.max_deliveries): i for i in ids}
         broken = killed = False
