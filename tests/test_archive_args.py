@@ -96,3 +96,24 @@ def test_thumbnails_of_an_archive_render_every_model_inside(packed, tmp_path):
         with Image.open(out / m["thumbnail"]) as im:
             assert im.size == (32, 32) and im.getextrema()[3][1] > 0  # drawn, not blank
     assert "3 models: 3 rendered" in r.stdout
+
+
+def test_a_folder_given_as_a_model_is_listed_and_explained(packed, tmp_path):
+    """An extracted map (a folder named like one, as maps often are) or any asset tree: inspect lists
+    its models, archive entries too, and its example command works; render says in one sentence
+    which models it holds and what to run."""
+    tree = tmp_path / "extracted.w3x"
+    write_samples(tree / "units")
+    shutil.copy(packed, tree / "keep.w3x")
+    r = farm("inspect", tree, "--json")
+    assert r.returncode == 0, r.stderr
+    models = json.loads(r.stdout)["models"]
+    assert f"{tree}/units/crate.mdx" in models and f"{tree}/keep.w3x:war3mapImported/units/crate.mdx" in models
+    r = farm("inspect", tree)
+    assert r.returncode == 0 and f"a folder holding {len(models)} model(s)" in r.stdout, r.stdout
+    example = next(line for line in r.stdout.splitlines() if line.startswith("inspect one: "))
+    assert farm(*shlex.split(example.split(": ", 1)[1])[1:]).returncode == 0
+    r = farm("render", tree, "-o", tmp_path / "x.png")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "is a folder, not a model" in r.stderr and f"{len(models)} model(s)" in r.stderr
+    assert f"farm thumbnails {tree}" in r.stderr and not (tmp_path / "x.png").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from farm.run.inputs import INPUT_MODES
 from farm.run.jobs import JobState
 from farm.settings import SettingError, check_image_base, check_msaa, check_size, check_team
 from farm.store import open_store
+from farm.thumbs.find import find_models
 from renderer.assets.sources import archive_usage, is_archive
 from renderer.errors import FormatError
 from renderer.formats import load_model
@@ -73,12 +75,30 @@ def load_model_arg(path: str, strict: bool = False, **opts):
     (ARCHIVE:ENTRY)."""
     if is_archive(path) and Path(path).is_file():
         raise UsageError(f"{archive_usage(path)}; farm inspect {path} lists them all")
+    if Path(path).is_dir():
+        raise UsageError(folder_usage(path))
     try:
         return load_model(path, strict=strict, **opts)
     except FormatError:
         raise
     except ValueError as e:
         raise UsageError(f"{path}: {e}") from None
+
+
+def folder_models(path: str) -> list[str]:
+    """The models under a folder (an extracted map too), archives' entries included, as paths to
+    name on the command line (FOLDER/rel, ARCHIVE:ENTRY), in the order farm thumbnails takes them."""
+    return [str(Path(path) / f.rel) for f in find_models([path])]
+
+
+def folder_usage(path: str) -> str:
+    """One sentence for a folder given where one model is wanted: the models it holds and what to run."""
+    models = folder_models(path)
+    if not models:
+        return f"{path} is a folder holding no model (.mdx, .mdl, .model, .gbxmodel or an archive)"
+    return (f"{path} is a folder, not a model: name one of its {len(models)} model(s), e.g. "
+            f"{shlex.quote(models[0])}; farm inspect {shlex.quote(path)} lists them, farm thumbnails"
+            f" {shlex.quote(path)} renders them all")
 
 
 def size_arg(text: str) -> tuple[int, int]:

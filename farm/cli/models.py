@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from farm.cli.common import UsageError, load_model_arg, msaa_arg, size_arg, team_arg
+from farm.cli.common import UsageError, folder_models, load_model_arg, msaa_arg, size_arg, team_arg
 from farm.environment import default_game
 from farm.files import atomic_write, atomic_write_json
 from farm.images import (
@@ -64,6 +64,8 @@ EXAMPLES = {
 def cmd_inspect(args) -> int:
     if is_archive(args.file) and Path(args.file).is_file():
         return _inspect_archive(args)
+    if Path(args.file).is_dir():
+        return _inspect_folder(args)
     model = load_model_arg(args.file, strict=args.strict, **_halo_options(args))
     if model.format == "halo":
         if args.json:
@@ -106,6 +108,21 @@ def _inspect_archive(args) -> int:
         entry = shlex.quote(models[0]) if shlex.quote(models[0]) != models[0] else f"'{models[0]}'"
         print(f"inspect one: farm inspect {entry}")
         print(f"render one:  farm render {entry} -o {shlex.quote(Path(models[0]).stem + '.png')}")
+    return 0
+
+
+def _inspect_folder(args) -> int:
+    """The models under a folder (an extracted map, an asset tree), and how to inspect or render one."""
+    models = folder_models(args.file)
+    if args.json:
+        print(json.dumps({"folder": args.file, "models": models}, indent=2, sort_keys=True))
+        return 0
+    print(f"{args.file}: a folder holding {len(models)} model(s)")
+    for m in models:
+        print(f"  {m}")
+    if models:
+        print(f"inspect one: farm inspect {shlex.quote(models[0])}")
+        print(f"render all:  farm thumbnails {shlex.quote(args.file)} -o thumbs")
     return 0
 
 
