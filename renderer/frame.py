@@ -418,6 +418,8 @@ class Renderer:
         if self._ctx is not None:
             self._ctx.release()
             self._ctx = None
+        self._gl_info = None  # a later frame makes a new context, which answers for itself
+        self._memos.clear()
 
 
 _MAX_TRACES = 64  # trace memo entries per model
