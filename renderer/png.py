@@ -52,7 +52,8 @@ def _filtered(pixels: np.ndarray) -> np.ndarray:
 
 def encode_png(pixels: np.ndarray, text: dict[str, str] | None = None) -> bytes:
     """PNG bytes of an (h, w, 4) RGBA or (h, w, 3) RGB uint8 array, with Latin-1 `text` chunks;
-    the same pixels and text give the same bytes."""
+    the same pixels and text give the same bytes with the same deflate library (another ISA-L or
+    zlib build may pack them differently, as zlib versions do: goldens compare pixel digests)."""
     pixels = np.ascontiguousarray(pixels, np.uint8)
     if pixels.ndim != 3 or pixels.shape[2] not in _COLOUR_TYPE or not pixels.shape[0] or not pixels.shape[1]:
         raise ValueError(f"encode_png takes an RGBA or RGB image, not an array of shape {pixels.shape}")
