@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from renderer.assets.game import GameDataError
-from renderer.assets.mpq import MpqError
 from renderer.assets.search import Asset, AssetSearch, ModelLocation, _root_base, game_paths
 
 FORMAT = "modelfarm.inputs/1"
@@ -117,17 +116,8 @@ class PinnedSearch(AssetSearch):
             data = self.pins.fetch(answer["sha256"])
             return self.note_found(kind, asked, answer["found"], data, answer.get("how", "exact"),
                                    answer.get("notes", ()))
-        hit, how, notes = self.locate(asked, roles)  # the worker's own game data
-        if hit is not None:
-            try:
-                return self.note_found(kind, asked, hit[0], hit[1](), how, notes)
-            except (OSError, MpqError) as e:
-                how = f"cannot be read: {e}"
-        if answer is not None and answer.get("missing"):
-            self.note_missing(kind, asked, answer.get("why", how), answer.get("looked", []), answer.get("notes", ()))
-        else:
-            self.note_missing(kind, asked, how, [] if how.startswith("refused") else self.looked(roles), notes)
-        return None
+        # else the worker's own game data; what it has not is missing, with the coordinator's reason if any
+        return super()._find(asked, kind, roles, answer if answer is not None and answer.get("missing") else None)
 
 
 class PinnedTags:

@@ -251,7 +251,9 @@ class AssetSearch:
         tried = ", ".join(PurePosixPath(v).suffix or "(none)" for v in extension_variants(parts[-1]))
         return None, f"not found (extensions tried: {tried})", notes
 
-    def _find(self, asked: str, kind: str, roles) -> Asset | None:
+    def _find(self, asked: str, kind: str, roles, missing: dict | None = None) -> Asset | None:
+        """`missing`: what an earlier search recorded for this lookup not found (a missing record: why,
+        looked, notes), recorded again if this one finds nothing either (renderer.assets.pins)."""
         hit, how, notes = self.locate(asked, roles)
         if hit is not None:
             try:
@@ -261,6 +263,9 @@ class AssetSearch:
             else:
                 asset.role = hit[2]
                 return asset
+        if missing is not None:
+            self.note_missing(kind, asked, missing.get("why", how), missing.get("looked", []), missing.get("notes", ()))
+            return None
         looked = [] if how.startswith("refused") else self.looked(roles)
         self.note_missing(kind, asked, how, looked, notes)
         return None
