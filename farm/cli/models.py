@@ -98,31 +98,31 @@ def _inspect_archive(args) -> int:
         models = list_models(args.file, listfile=args.listfile)
     except MpqError as e:
         raise UsageError(str(e)) from None
-    if args.json:
-        print(json.dumps({"archive": args.file, "models": models}, indent=2, sort_keys=True))
-        return 0
-    print(f"{args.file}: an archive holding {len(models)} model(s)")
-    for m in models:
-        print(f"  {m}")
+    commands = []
     if models:  # commands to paste: the entry quoted (always, as a shell word; a quote in it too)
         entry = shlex.quote(models[0]) if shlex.quote(models[0]) != models[0] else f"'{models[0]}'"
-        print(f"inspect one: farm inspect {entry}")
-        print(f"render one:  farm render {entry} -o {shlex.quote(Path(models[0]).stem + '.png')}")
-    return 0
+        commands = [f"inspect one: farm inspect {entry}",
+                    f"render one:  farm render {entry} -o {shlex.quote(Path(models[0]).stem + '.png')}"]
+    return _list_models(args, "archive", "an archive", models, commands)
 
 
 def _inspect_folder(args) -> int:
     """The models under a folder (an extracted map, an asset tree), and how to inspect or render one."""
     models = folder_models(args.file)
+    commands = [f"inspect one: farm inspect {shlex.quote(models[0])}",
+                f"render all:  farm thumbnails {shlex.quote(args.file)} -o thumbs"] if models else []
+    return _list_models(args, "folder", "a folder", models, commands)
+
+
+def _list_models(args, key: str, what: str, models: list[str], commands: list[str]) -> int:
+    """What `farm inspect` prints for an archive or a folder (`what`): its models (JSON with --json,
+    the file under `key`), then `commands` to paste."""
     if args.json:
-        print(json.dumps({"folder": args.file, "models": models}, indent=2, sort_keys=True))
+        print(json.dumps({key: args.file, "models": models}, indent=2, sort_keys=True))
         return 0
-    print(f"{args.file}: a folder holding {len(models)} model(s)")
-    for m in models:
-        print(f"  {m}")
-    if models:
-        print(f"inspect one: farm inspect {shlex.quote(models[0])}")
-        print(f"render all:  farm thumbnails {shlex.quote(args.file)} -o thumbs")
+    print(f"{args.file}: {what} holding {len(models)} model(s)")
+    for line in [f"  {m}" for m in models] + commands:
+        print(line)
     return 0
 
 
