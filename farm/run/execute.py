@@ -42,6 +42,7 @@ from farm.plan.batches import Batch, error_text, find_sequence
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from farm.run.inputs import read_batch_model
 from farm.store.base import delivery_owner
+from farm.store.documents import FrameResult  # a frame of a batch result: defined once, with the store's check
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
 
@@ -73,24 +74,6 @@ class TransientError(RuntimeError):
 
 
 @dataclass
-class FrameResult:
-    key: str
-    time_ms: int
-    status: str  # "done" | "failed"
-    digest: str | None = None
-    error: str | None = None
-    info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
-    missing: list[str] | None = None  # assets the frame asked for and the search did not find
-    render_s: float | None = None  # seconds the renderer took (reported to the coordinator, never stored)
-
-    def to_dict(self, times: bool = False) -> dict:
-        return {"key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
-                "error": self.error, **({"info": self.info} if self.info is not None else {}),
-                **({"missing": list(self.missing)} if self.missing else {}),
-                **({"render_s": self.render_s} if times and self.render_s is not None else {})}
-
-
-@dataclass
 class BatchResult:
     batch: str
     frames: list[FrameResult]
@@ -107,7 +90,7 @@ class BatchResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> BatchResult:
-        return cls(d["batch"], [FrameResult(**f) for f in d["frames"]])
+        return cls(d["batch"], [FrameResult.from_dict(f) for f in d["frames"]])
 
     @classmethod
     def all_failed(cls, batch: Batch, error: str) -> BatchResult:

@@ -1,32 +1,35 @@
-"""The Store protocol: what the farm asks of a place that holds frames and job state.
+"""The storage primitives every store kind implements (`Objects`), and the rules the domain layer
+above them (farm.store.domain.Store) keeps with them.
 
-Everything above this package (runners, jobs, comparison, reports, thumbnails) talks to a store
-only through these methods, never through its paths, so another kind (an object store, say) is one
-new module here plus a scheme in `open_store`. The rules every kind keeps:
+A store kind is a small class of primitives over keys (POSIX-style paths relative to the store,
+``images/ab/<sha256>.png``): whole objects, read and written atomically, nothing more. Everything
+the farm means by them (images by sha256, inputs, batch results merged forward, delivery counts,
+job documents and their log, artefacts, a mirrored folder) is farm.store.domain, once, for every
+kind. The primitives:
 
-- Images are content-addressed: `put_image` names PNG bytes by their sha256 and is idempotent.
+- `get(key)` the bytes (FileNotFoundError when absent); `get_tagged(key)` the bytes and a tag that
+  changes whenever the object does (an S3 ETag; a digest of the bytes elsewhere);
+- `put(key, data)`: the whole object, atomically (a reader sees the old bytes or the new, never half);
+- `put_if_absent(key, data) -> bool`: write only when there is no such object (False: there was);
+  for content-addressed names, where what is there is these bytes;
+- `swap(key, data, tag) -> str | None`: compare-and-swap: write when the object's tag is still
+  `tag` (None: when it is absent); its new tag, or None when another writer came first;
+- `list(prefix, deep=True)`: keys under a prefix ending in "/", relative to it, sorted (`deep=False`:
+  only those with no further "/");
+- `delete(keys)`: absent keys are no error; `head(key)`: when it was last written (None: absent);
+- `file(key)`: the local file behind a key where one exists (the folder store), else None; the
+  domain layer then appends to it (job logs, delivery events) instead of writing an object a record;
+- `url(key)`: the key's name for messages and for `job_location` (a path, an s3:// URL);
+- `location` (what `open_store` opens again), `kind`, and `parallel`: how many requests may be
+  in flight at once to good effect (1 for a local folder; more for a store across a network).
+
+The rules every kind keeps (the domain layer relies on them):
+
 - Nothing written varies between runs of the same batch (no times, hosts or pids), so a
-  redelivered batch writes the same bytes again.
-- Writes are atomic: a reader never sees half a document.
-- `begin_batch` counts deliveries of a batch safely across processes and machines and `end_batch`
-  notes each delivery that ended (done, failed, or handed back for a retry): `unfinished` lists
-  the deliveries that began and did not end, by (host, pid) (running now, or their process died),
-  which bounds a model that kills its worker and tells a coordinator which batches are in flight;
-  `reset_batch` clears both when the coordinator submits the batch.
-- Batch results only move forward, per frame: `write_batch_result` merges the new result into the
-  stored one under the store's lock (`merge_batch_results`: a frame done stays done, a later
-  failure replaces an earlier one) and returns what the store now holds, so a late or redelivered
-  worker never turns a good frame back into a failure.
-- A job's log is append-only: `append_job_log` adds one record, whole or absent (a kill or a full
-  disk mid-append leaves the records before it); `read_job_log` gives them back in order (those
-  numbered above `after` at least: the ones a document that holds up to `after` lacks). The job
-  document (`write_job`) is replaced whole; what a log record means is the job's business
-  (farm.run.jobs), so a progress tick costs what changed, not the whole document.
-- A job's inputs (when they travel with it: farm.run.inputs) are content-addressed too:
-  `put_input` names bytes by their sha256 (idempotent, atomic); `read_input` gives them back only
-  when they still have that sha256 (`checked_input`), so a damaged or half-written input is an
-  error, never read as whole.
-- `location` is what a worker needs to open the same store (`open_store(location)`).
+  redelivered batch writes the same bytes again; images and inputs are content-addressed.
+- `swap` is atomic across processes and machines (a file lock and a rename; S3's If-Match /
+  If-None-Match): batch results only move forward (`merge_batch_results`), whoever writes.
+- `delivery_owner` names who noted a delivery as `unfinished` gives it back.
 """
 
 from __future__ import annotations
@@ -35,57 +38,30 @@ import hashlib
 import os
 import socket
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from farm.store.documents import StoreError
 
-__all__ = ["Store", "checked_input", "delivery_owner", "input_ref", "merge_batch_results", "open_deliveries"]
+__all__ = ["Objects", "checked_input", "delivery_owner", "input_ref", "merge_batch_results", "open_deliveries"]
 
 
 @runtime_checkable
-class Store(Protocol):
+class Objects(Protocol):
     kind: str
+    location: str
+    parallel: int
 
-    @property
-    def location(self) -> str: ...
-
-    # images (content-addressed) and their sidecars
-    def put_image(self, png: bytes, meta: dict) -> str: ...
-    def read_image(self, digest: str) -> bytes: ...
-    def read_sidecar(self, digest: str) -> dict: ...
-    def image_ref(self, digest: str) -> str: ...
-
-    # a job's travelling inputs (model files, textures, tags, tables, the pinned answers), by sha256
-    def put_input(self, data: bytes) -> str: ...
-    def read_input(self, digest: str) -> bytes: ...  # StoreError when the bytes there are not these
-
-    # batches: delivery counts and results
-    def begin_batch(self, job_id: str, batch_id: str) -> int: ...
-    def end_batch(self, job_id: str, batch_id: str) -> None: ...
-    def deliveries(self, job_id: str, batch_id: str) -> int: ...
-    def unfinished(self, job_id: str, batch_id: str) -> list[tuple[str, int]]: ...
-    def reset_batch(self, job_id: str, batch_id: str) -> None: ...
-    def write_batch_result(self, job_id: str, result: dict) -> dict: ...
-    def read_batch_result(self, job_id: str, batch_id: str) -> dict | None: ...
-    def remove_batch_result(self, job_id: str, batch_id: str) -> None: ...
-
-    # job documents
-    def write_job(self, job_id: str, state: dict) -> None: ...
-    def read_job(self, job_id: str) -> dict: ...
-    def append_job_log(self, job_id: str, record: dict) -> None: ...
-    def read_job_log(self, job_id: str, after: int = 0) -> list[dict]: ...
-    def has_job(self, job_id: str) -> bool: ...
-    def job_location(self, job_id: str) -> str: ...
-    def job_time(self, job_id: str) -> float | None: ...  # when its document was last written (None: unknown)
-    def job_ids(self) -> list[str]: ...
-    def remove_job(self, job_id: str) -> None: ...
-    def write_index(self, job_id: str, index: dict) -> None: ...
-    def read_index(self, job_id: str) -> dict: ...
-
-    # artefacts of a job (comparison results, heatmaps, diffs): references are store-relative
-    def put_artefact(self, job_id: str, name: str, data: bytes) -> str: ...
-    def read_artefact(self, job_id: str, name: str) -> bytes | None: ...
-    def local_path(self, ref: str): ...
+    def get(self, key: str) -> bytes: ...
+    def get_tagged(self, key: str) -> tuple[bytes, str]: ...
+    def put(self, key: str, data: bytes) -> None: ...
+    def put_if_absent(self, key: str, data: bytes) -> bool: ...
+    def swap(self, key: str, data: bytes, tag: str | None) -> str | None: ...
+    def list(self, prefix: str, deep: bool = True) -> list[str]: ...
+    def delete(self, keys: Iterable[str]) -> None: ...
+    def head(self, key: str) -> float | None: ...
+    def file(self, key: str) -> Path | None: ...
+    def url(self, key: str) -> str: ...
 
 
 def input_ref(digest: str) -> str:

@@ -5,23 +5,69 @@ and what is wrong, one sentence the command line prints as it is, never a KeyErr
 in whoever reads it next.
 
 Only the shape is checked here (what every reader indexes without looking); what a job's fields
-mean stays with their owners (farm.run.jobs: its format; farm.run.execute: BatchResult).
+mean stays with their owners (farm.run.jobs: its format; farm.run.execute: BatchResult). A frame of
+a batch result is `FrameResult`, defined here once: its fields' types are the check, and a field
+it does not know (written by a newer worker) passes through, kept in `extra` and written back, so
+a rolling upgrade never turns an additive field into an error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import UnionType
 
-__all__ = ["StoreError", "check_batch_result", "check_job", "check_job_log_record", "read_document"]
+__all__ = ["FRAME_FIELDS", "FrameResult", "StoreError", "check_batch_result", "check_job", "check_job_log_record",
+           "read_document"]
 
 TRACE_STATUSES = ("pending", "done", "failed")  # a trace's status in a job document
 FRAME_STATUSES = ("done", "failed")  # a frame's status in a batch result
-# A frame of a batch result: field -> the types it may have (None: may be null or absent).
-FRAME_FIELDS: dict[str, tuple] = {
-    "key": (str,), "time_ms": (int,), "status": (str,), "digest": (str, None), "error": (str, None),
-    "info": (dict, None), "missing": (list, None), "render_s": (int, float, None),
-}
+
+
+@dataclass
+class FrameResult:
+    """A frame of a batch result, as a worker reports it and the store keeps it."""
+
+    key: str
+    time_ms: int
+    status: str  # "done" | "failed"
+    digest: str | None = None
+    error: str | None = None
+    info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
+    missing: list[str] | None = None  # assets the frame asked for and the search did not find
+    render_s: float | None = None  # seconds the renderer took (reported to the coordinator, never stored)
+    extra: dict = field(default_factory=dict, repr=False)  # fields of a newer writer: kept, written back
+
+    def to_dict(self, times: bool = False) -> dict:
+        return {**self.extra, "key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
+                "error": self.error, **({"info": self.info} if self.info is not None else {}),
+                **({"missing": list(self.missing)} if self.missing else {}),
+                **({"render_s": self.render_s} if times and self.render_s is not None else {})}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FrameResult:
+        """The frame of a stored (checked) result; fields this version does not know go to `extra`."""
+        return cls(**{k: v for k, v in d.items() if k in FRAME_FIELDS},
+                   extra={k: v for k, v in d.items() if k not in FRAME_FIELDS and k != "extra"})
+
+
+def _json_types(hint) -> tuple:
+    """The JSON types a field annotated `hint` may hold (None: null or absent; a float may be an int)."""
+    args = typing.get_args(hint) if isinstance(hint, UnionType) or typing.get_origin(hint) is typing.Union \
+        else (hint,)
+    out: list = []
+    for a in args:
+        a = typing.get_origin(a) or a
+        out += [None] if a is type(None) else [int, float] if a is float else [a]
+    return tuple(out)
+
+
+# A frame of a batch result: field -> the types it may have (None: may be null or absent), from FrameResult.
+FRAME_FIELDS: dict[str, tuple] = {f.name: _json_types(typing.get_type_hints(FrameResult)[f.name])
+                                  for f in dataclasses.fields(FrameResult) if f.name != "extra"}
 
 
 class StoreError(RuntimeError):
@@ -114,9 +160,6 @@ def check_batch_result(doc) -> str | None:
     for i, f in enumerate(frames):
         if not isinstance(f, dict):
             return f"frames[{i}] must be an object, not {_kind(f)}"
-        unknown = sorted(set(f) - set(FRAME_FIELDS))
-        if unknown:
-            return f"frames[{i}] has unknown field(s) {', '.join(map(repr, unknown))}"
         for name, types in FRAME_FIELDS.items():
             if not _fits(f.get(name), types):
                 return f"frames[{i}] '{name}' must be {_names(types)}, not {_kind(f.get(name))}"

@@ -1,0 +1,381 @@
+"""The store's domain layer: what the farm keeps in a store, over any kind's primitives
+(farm.store.base.Objects), the same for every kind.
+
+    images/ab/<sha256>.png           frames, named by the sha256 of their PNG bytes (written once)
+    images/ab/<sha256>.json          sidecar: the trace and diagnostics (stores before 0.4; now in
+                                     the batch result's frame, "sidecar")
+    inputs/ab/<sha256>               a job's travelling inputs (farm.run.inputs), named by their sha256
+    jobs/<job>.json                  job state (farm.run.jobs), replaced whole
+    jobs/<job>/index.json            trace key -> image digest, for the traces that rendered
+    jobs/<job>/log.jsonl             the job state's changes, a JSON line each, where the kind has
+                                     local files (append-only); elsewhere
+    jobs/<job>/log/<seq>-<h>.json    one object per record, named by its number and a digest of it
+    jobs/<job>/batches/<id>.json     each batch's result, merged forward by compare-and-swap
+    jobs/<job>/attempts/<id>         "x HOST PID" per delivery of a batch, "e HOST PID" when it ended
+                                     (local files); elsewhere one empty object per event:
+    jobs/<job>/attempts/<id>/<what>-<token>-<pid>-<host>
+    jobs/<job>/<name>                artefacts: comparison.json, heatmaps/, diff-<job>.json
+
+The rules (farm.store.base has those of the primitives):
+
+- Images and inputs are content-addressed: `put_image` and `put_input` write only when absent
+  (`put_if_absent`: one request, no look first); `read_input` gives bytes back only when they still
+  have their sha256 (`checked_input`). Where the kind allows overlapping requests (`parallel` > 1)
+  an image is written in the background; `write_batch_result` waits for them first, so a result
+  never names an image that is not there.
+- `begin_batch` counts deliveries of a batch safely across processes and machines and `end_batch`
+  notes each delivery that ended; `unfinished` lists those that began and did not end, by (host,
+  pid); `reset_batch` clears them when the coordinator submits the batch. Nothing is read, changed
+  and written back: an O_APPEND line, or an object of its own, per event.
+- Batch results only move forward, per frame: `write_batch_result` merges the new result into the
+  stored one (`merge_batch_results`) with `swap` (compare-and-swap; another writer in between: read
+  and merge again) and returns what the store now holds.
+- A job's log is append-only: `append_job_log` adds one record, whole or absent; `read_job_log`
+  gives them back in order (those numbered above `after` at least). The job document (`write_job`)
+  is replaced whole.
+- `location` is what a worker needs to open the same store (`open_store(location)`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import posixpath
+import random
+import secrets
+import shutil
+import tempfile
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from farm.files import append_json_line, append_line, atomic_write, json_bytes, read_json_lines
+from farm.store.base import Objects, checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
+from farm.store.documents import StoreError, check_batch_result, check_job, read_document
+
+__all__ = ["CAS_ATTEMPTS", "Store"]
+
+CAS_ATTEMPTS = 100  # rounds of read-merge-write a batch result gets against concurrent writers
+
+
+class _Doc:
+    """An object as farm.store.documents.read_document reads a file: its bytes (and tag), its name."""
+
+    def __init__(self, objects: Objects, key: str):
+        self.objects, self.key = objects, key
+        self.tag: str | None = None
+
+    def read_bytes(self) -> bytes:
+        data, self.tag = self.objects.get_tagged(self.key)
+        return data
+
+    def __str__(self) -> str:
+        return self.objects.url(self.key)
+
+
+class Store:
+    """A store: the farm's documents over a kind's primitives (see the module docstring)."""
+
+    def __init__(self, objects: Objects):
+        self.objects = objects
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid: int | None = None
+        self._pending: list[Future] = []
+        self._cache: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.objects.kind
+
+    @property
+    def location(self) -> str:
+        return self.objects.location
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r})"
+
+    def _map(self, fn, items) -> list:
+        """fn over items, in order; overlapping when the kind is worth it (`parallel` > 1)."""
+        items = list(items)
+        if self.objects.parallel <= 1 or len(items) < 2:
+            return [fn(x) for x in items]
+        return list(self._executor().map(fn, items))
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None or self._pool_pid != os.getpid():  # a forked child makes its own
+            self._pool, self._pool_pid = ThreadPoolExecutor(self.objects.parallel), os.getpid()
+            self._pending = []
+        return self._pool
+
+    def flush(self) -> None:
+        """Wait for the writes still in the background; the first one that failed raises."""
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
+
+    # --- layout (keys, store-relative)
+    def image_ref(self, digest: str) -> str:
+        return f"images/{digest[:2]}/{digest}.png"
+
+    def sidecar_ref(self, digest: str) -> str:
+        return f"images/{digest[:2]}/{digest}.json"
+
+    def job_ref(self, job_id: str) -> str:
+        return f"jobs/{job_id}.json"
+
+    def batch_ref(self, job_id: str, batch_id: str) -> str:
+        return f"jobs/{job_id}/batches/{batch_id}.json"
+
+    # --- images (content-addressed) and their sidecars
+    def put_image(self, png: bytes, meta: dict | None = None) -> str:
+        """Store PNG bytes (once: only if absent), and with `meta` their sidecar object; returns the
+        digest (sha256 hex of the bytes). Where the kind overlaps requests, in the background."""
+        digest = hashlib.sha256(png).hexdigest()
+        if self.objects.parallel > 1:
+            pool = self._executor()
+            self._pending = [f for f in self._pending if not f.done() or f.exception()]
+            self._pending.append(pool.submit(self._write_image, digest, png, meta))
+        else:
+            self._write_image(digest, png, meta)
+        return digest
+
+    def _write_image(self, digest: str, png: bytes, meta: dict | None) -> None:
+        fresh = self.objects.put_if_absent(self.image_ref(digest), png)
+        if meta is None:
+            return
+        data = json_bytes({"digest": digest, "bytes": len(png), **meta})
+        if not fresh:
+            try:
+                fresh = self.objects.get(self.sidecar_ref(digest)) != data
+            except FileNotFoundError:
+                fresh = True
+        if fresh:
+            self.objects.put(self.sidecar_ref(digest), data)
+
+    def read_image(self, digest: str) -> bytes:
+        return self.objects.get(self.image_ref(digest))
+
+    def read_sidecar(self, digest: str) -> dict:
+        """An image's sidecar object (stores written before sidecars travelled in batch results)."""
+        return json.loads(self.objects.get(self.sidecar_ref(digest)))
+
+    # --- a job's travelling inputs, by sha256
+    def put_input(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        self.objects.put_if_absent(input_ref(digest), data)
+        return digest
+
+    def read_input(self, digest: str) -> bytes:
+        return checked_input(self.location, digest, self.objects.get(input_ref(digest)))
+
+    # --- batches: delivery events
+    def begin_batch(self, job_id: str, batch_id: str) -> int:
+        """Count a delivery of a batch by this process; returns which one this is (1 for the first)."""
+        self._event(job_id, batch_id, "x")
+        return self.deliveries(job_id, batch_id)
+
+    def end_batch(self, job_id: str, batch_id: str) -> None:
+        """Note that this process's delivery of a batch ended (it did not die in it)."""
+        self._event(job_id, batch_id, "e")
+
+    def _attempts_ref(self, job_id: str, batch_id: str) -> str:
+        return f"jobs/{job_id}/attempts/{batch_id}"
+
+    def _event(self, job_id: str, batch_id: str, what: str) -> None:
+        host, pid = delivery_owner()
+        ref = self._attempts_ref(job_id, batch_id)
+        path = self.objects.file(ref)
+        if path is not None:  # one small O_APPEND write per event
+            append_line(path, b"%s %s %d\n" % (what.encode(), host.encode("utf-8", "replace"), pid))
+        else:
+            self.objects.put(f"{ref}/{what}-{secrets.token_hex(8)}-{pid}-{quote(host, safe='')}", b"")
+
+    def _events(self, job_id: str, batch_id: str) -> list[tuple[str, tuple[str, int]]]:
+        """(what, (host, pid)) of each delivery event of a batch, in the order noted (local files) or
+        in key order (objects: begun and ended pair up per process either way)."""
+        ref = self._attempts_ref(job_id, batch_id)
+        path = self.objects.file(ref)
+        if path is not None:
+            try:
+                text = path.read_bytes().decode("utf-8", "replace")
+            except FileNotFoundError:
+                return []
+            rows = [line.split() for line in text.splitlines() if line.strip()]
+            return [(r[0], (r[1] if len(r) > 1 else "", int(r[2]) if len(r) > 2 and r[2].isdigit() else 0))
+                    for r in rows]
+        out = []
+        for name in self.objects.list(ref + "/"):
+            what, _, rest = name.partition("-")
+            _token, _, rest = rest.partition("-")
+            pid, _, host = rest.partition("-")
+            out.append((what, (unquote(host), int(pid) if pid.isdigit() else 0)))
+        return out
+
+    def deliveries(self, job_id: str, batch_id: str) -> int:
+        """How many times a batch was started since it was last submitted (0: never)."""
+        return sum(what == "x" for what, _ in self._events(job_id, batch_id))
+
+    def unfinished(self, job_id: str, batch_id: str) -> list[tuple[str, int]]:
+        """The deliveries of a batch that began and did not end, as (host, pid) of their process:
+        running now (or stopped), or their process died (base.open_deliveries)."""
+        return open_deliveries(self._events(job_id, batch_id))
+
+    def reset_batch(self, job_id: str, batch_id: str) -> None:
+        """Forget a batch's deliveries (the coordinator does this when it submits the batch)."""
+        ref = self._attempts_ref(job_id, batch_id)
+        path = self.objects.file(ref)
+        if path is not None:
+            path.unlink(missing_ok=True)
+        else:
+            self.objects.delete(f"{ref}/{k}" for k in self.objects.list(ref + "/"))
+
+    # --- batch results: merged forward by compare-and-swap
+    def write_batch_result(self, job_id: str, result: dict) -> dict:
+        """Merge `result` into the stored one (base.merge_batch_results) and write it if the stored one
+        is still the one read (`swap`); another writer in between: read and merge again. Images still
+        being written in the background are waited for first. Returns what the store now holds."""
+        self.flush()
+        key = self.batch_ref(job_id, result["batch"])
+        for attempt in range(CAS_ATTEMPTS):
+            doc = _Doc(self.objects, key)
+            try:
+                old = read_document(doc, check_batch_result)
+            except FileNotFoundError:
+                old = None
+            except (ValueError, RuntimeError):  # not a batch result (damaged): replaced
+                old = None
+            merged = merge_batch_results(old, result)
+            if self.objects.swap(key, json_bytes(merged), doc.tag) is not None:
+                return merged
+            time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))  # changed or removed since read
+        raise StoreError(f"{self.location}: batch result {key} kept changing under {CAS_ATTEMPTS} attempts to merge"
+                         f" into it; too many workers write this batch at once")
+
+    def read_batch_result(self, job_id: str, batch_id: str) -> dict | None:
+        """The batch's result, None when there is none (StoreError when it is not a batch result)."""
+        try:
+            return read_document(_Doc(self.objects, self.batch_ref(job_id, batch_id)), check_batch_result)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def remove_batch_result(self, job_id: str, batch_id: str) -> None:
+        self.objects.delete([self.batch_ref(job_id, batch_id)])
+
+    # --- jobs
+    def write_job(self, job_id: str, state: dict) -> None:
+        self.objects.put(self.job_ref(job_id), json_bytes(state))
+
+    def read_job(self, job_id: str) -> dict:
+        return read_document(_Doc(self.objects, self.job_ref(job_id)), check_job)
+
+    def append_job_log(self, job_id: str, record: dict) -> None:
+        """Add one record to the job's log, whole or absent: a JSON line where the kind has local
+        files, else an object named by its number and a digest of its bytes (written twice: once)."""
+        path = self.objects.file(f"jobs/{job_id}/log.jsonl")
+        if path is not None:
+            append_json_line(path, record)
+            return
+        data = json_bytes(record)
+        seq = record.get("seq")
+        name = f"{seq:012d}" if isinstance(seq, int) and seq >= 0 else "zzzzzzzzzzzz"
+        self.objects.put(f"jobs/{job_id}/log/{name}-{hashlib.sha256(data).hexdigest()[:16]}.json", data)
+
+    def read_job_log(self, job_id: str, after: int = 0) -> list[dict]:
+        """The log's records in order: a JSON-lines file whole (the reader skips those numbered `after`
+        or below), or the objects numbered above `after` (their names say so: no GET for a record the
+        job document already holds); one that is not a JSON object raises ValueError naming it."""
+        path = self.objects.file(f"jobs/{job_id}/log.jsonl")
+        if path is not None:
+            return read_json_lines(path)
+        prefix = f"jobs/{job_id}/log/"
+        names = [n for n in self.objects.list(prefix) if not (n[:12].isdigit() and int(n[:12]) <= after)]
+
+        def fetch(name: str) -> bytes | None:
+            try:
+                return self.objects.get(prefix + name)
+            except FileNotFoundError:
+                return None  # removed since the listing
+
+        out = []
+        for name, raw in zip(names, self._map(fetch, names), strict=True):
+            if raw is None:
+                continue
+            url = self.objects.url(prefix + name)
+            try:
+                rec = json.loads(raw)
+            except ValueError as e:
+                raise ValueError(f"{url}: not valid JSON ({e})") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"{url}: expected a JSON object, got {type(rec).__name__}")
+            out.append(rec)
+        return out
+
+    def write_index(self, job_id: str, index: dict) -> None:
+        self.objects.put(f"jobs/{job_id}/index.json", json_bytes(dict(sorted(index.items()))))
+
+    def read_index(self, job_id: str) -> dict:
+        try:
+            return json.loads(self.objects.get(f"jobs/{job_id}/index.json"))
+        except FileNotFoundError:
+            return {}
+
+    def job_ids(self) -> list[str]:
+        return sorted(k[:-5] for k in self.objects.list("jobs/", deep=False) if k.endswith(".json"))
+
+    def has_job(self, job_id: str) -> bool:
+        return self.objects.head(self.job_ref(job_id)) is not None
+
+    def job_location(self, job_id: str) -> str:
+        return self.objects.url(self.job_ref(job_id))
+
+    def job_time(self, job_id: str) -> float | None:
+        """When the job's document was last written; None when it is not there."""
+        return self.objects.head(self.job_ref(job_id))
+
+    def remove_job(self, job_id: str) -> None:
+        """Forget a job: its document and everything under jobs/<job>/ (images stay: they are shared)."""
+        prefix = f"jobs/{job_id}/"
+        self.objects.delete([self.job_ref(job_id), *(prefix + k for k in self.objects.list(prefix))])
+
+    # --- artefacts of a job (comparison results, heatmaps, diffs): references are store-relative
+    def put_artefact(self, job_id: str, name: str, data: bytes) -> str:
+        """Store `data` as the job's artefact `name` (a relative POSIX path); returns its reference."""
+        ref = self._artefact_ref(job_id, name)
+        self.objects.put(ref, data)
+        return ref
+
+    def read_artefact(self, job_id: str, name: str) -> bytes | None:
+        try:
+            return self.objects.get(self._artefact_ref(job_id, name))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _artefact_ref(self, job_id: str, name: str) -> str:
+        norm = posixpath.normpath(name)
+        if name.startswith("/") or norm == "." or norm.split("/")[0] == "..":
+            raise ValueError(f"artefact name {name!r} leaves the job's folder")
+        return f"jobs/{job_id}/{norm}"
+
+    def local_path(self, ref: str) -> Path | None:
+        """The file behind a reference (put_artefact's or image_ref's) on this machine, for whoever
+        copies files (reports): the store's own where it has local files, else a copy in a temporary
+        folder removed when the process exits; None when there is no such object."""
+        norm = posixpath.normpath(ref)
+        if ref.startswith("/") or norm.split("/")[0] in ("..", "."):
+            return None
+        path = self.objects.file(norm)
+        if path is not None:
+            return path if path.is_file() else None
+        try:
+            data = self.objects.get(norm)
+        except FileNotFoundError:
+            return None
+        if self._cache is None:
+            self._cache = Path(tempfile.mkdtemp(prefix=f"farm-{self.kind}-"))
+            atexit.register(shutil.rmtree, self._cache, True)
+        path = self._cache / norm
+        atomic_write(path, data, self._cache)
+        return path
