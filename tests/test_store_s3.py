@@ -9,9 +9,10 @@ unreachable while its data lives on).
 - the store unreachable for 3 s in the middle of a job: retried, the job ends with every frame;
   unreachable for good: one sentence naming the endpoint, not a traceback;
 - an interrupted PUT and an unfinished multipart upload of a job document are never read;
-- two coordinators on one prefix: distinct jobs, one copy of each image;
-- batch results merged by many writers at once lose no frame; delivery counts from many
-  processes at once are all counted.
+- two coordinators on one prefix: distinct jobs, one copy of each image.
+
+What every kind keeps (merges, delivery counts, the log, damaged documents, the mirror's lock) is
+tested for the folder, the in-memory and this store alike in tests/test_store.py.
 """
 
 from __future__ import annotations
@@ -19,149 +20,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from s3server import BUCKET, MOTO, S3, _free_port
+
+pytest_plugins = ("s3server",)  # its fixtures: s3, store_env
 
 ROOT = Path(__file__).resolve().parents[1]
-MOTO = shutil.which("moto_server") or str(Path(sys.executable).with_name("moto_server"))
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not Path(MOTO).exists(), reason="moto_server is not installed"
                                                    " (pip install 'moto[server]')")]
-BUCKET = "farm-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proxy:
-    """A TCP proxy to moto. `cut()`: every connection, open or new, is reset at once (counted in
-    `refused`) until `restore()`."""
-
-    def __init__(self, target: int):
-        self.target = target
-        self.port = _free_port()
-        self.cut_off = False
-        self.refused = 0
-        self.conns: list[socket.socket] = []
-        self.lock = threading.Lock()
-        self.server = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            if self.cut_off:
-                self.refused += 1
-                _reset(client)
-                continue
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self.target))
-            except OSError:
-                _reset(client)
-                continue
-            with self.lock:
-                self.conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
-        try:
-            while data := a.recv(65536):
-                b.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (a, b):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def cut(self) -> None:
-        self.cut_off = True
-        with self.lock:
-            for s in self.conns:
-                _reset(s)
-            self.conns.clear()
-
-    def restore(self) -> None:
-        self.cut_off = False
-
-
-def _reset(s: socket.socket) -> None:
-    try:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-        s.close()
-    except OSError:
-        pass
-
-
-class S3:
-    def __init__(self, tmp: Path):
-        self.port = _free_port()
-        self.proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto_server did not start"
-                time.sleep(0.1)
-        self.proxy = Proxy(self.port)
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "AWS_"))}
-        self.env.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{self.proxy.port}", AWS_ACCESS_KEY_ID="testing",
-                        AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1",
-                        AWS_CONFIG_FILE=str(tmp / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp / "none"),
-                        EGL_PLATFORM="surfaceless", PYOPENGL_PLATFORM="egl", PYTHONUNBUFFERED="1")
-        import boto3
-
-        self.client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{self.port}", aws_access_key_id="testing",
-                                   aws_secret_access_key="testing", region_name="us-east-1")
-        self.client.create_bucket(Bucket=BUCKET)
-
-    def keys(self, prefix: str) -> list[str]:
-        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix=prefix + "/")
-        return sorted(o["Key"][len(prefix) + 1:] for p in pages for o in p.get("Contents", ()))
-
-    def get(self, key: str) -> bytes:
-        return self.client.get_object(Bucket=BUCKET, Key=key)["Body"].read()
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    server = S3(tmp_path_factory.mktemp("aws"))
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def store_env(s3, monkeypatch):
-    """This process's environment pointed at the server (for S3Store used in-process)."""
-    for k in [k for k in os.environ if k.startswith("AWS_")]:
-        monkeypatch.delenv(k)
-    for k, v in s3.env.items():
-        if k.startswith("AWS_"):
-            monkeypatch.setenv(k, v)
-    return s3
 
 
 def _farm(s3: S3, cwd: Path, *args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -382,57 +254,6 @@ def test_two_coordinators_share_a_prefix(s3, tmp_path):
     _images_whole(s3, "shared", indexes[0].values())
 
 
-def test_batch_results_merged_by_many_writers_lose_no_frame(store_env):
-    from farm.store import open_store
-
-    store = open_store(f"s3://{BUCKET}/cas")
-    frames = [{"key": f"m|Stand|{t}", "time_ms": t, "status": "done", "digest": "0" * 64} for t in range(24)]
-
-    def write(f):
-        return open_store(store.location).write_batch_result("j", {"batch": "b1", "frames": [f]})
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(write, frames))
-    stored = store.read_batch_result("j", "b1")
-    assert stored == json.loads(store_env.get("cas/jobs/j/batches/b1.json"))  # the object in the bucket
-    assert sorted(f["key"] for f in stored["frames"]) == sorted(f["key"] for f in frames)
-    late = store.write_batch_result("j", {"batch": "b1", "frames": [{**frames[0], "status": "failed",
-                                                                      "digest": None, "error": "late"}]})
-    assert next(f for f in late["frames"] if f["key"] == frames[0]["key"])["status"] == "done"
-
-
-def test_delivery_counts_from_many_processes_all_count(store_env):
-    from farm.store import open_store
-
-    store = open_store(f"s3://{BUCKET}/deliveries")
-    code = (f"from farm.store import open_store; s = open_store({store.location!r}); s.begin_batch('j', 'b');"
-            f" s.end_batch('j', 'b') if __import__('os').getpid() % 2 else None")
-    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=store_env.env) for _ in range(6)]
-    pids = {p.pid for p in procs}
-    assert [p.wait(60) for p in procs] == [0] * 6
-    assert store.deliveries("j", "b") == 6
-    ends = sum(pid % 2 for pid in pids)
-    assert len(store_env.keys("deliveries/jobs/j/attempts/b")) == 6 + ends  # one object per begin and per end
-    assert sorted(pid for _, pid in store.unfinished("j", "b")) == sorted(pid for pid in pids if pid % 2 == 0)
-    store.reset_batch("j", "b")
-    assert store.deliveries("j", "b") == 0 and store.unfinished("j", "b") == []
-
-
-
-def test_a_delivery_of_this_process_is_never_its_own_death_whatever_the_host_name(store_env, tmp_path, monkeypatch):
-    """Each store notes who began a delivery (farm.store.base.delivery_owner) as the worker looks
-    itself up (farm.run.execute: `deaths`), also on a host whose name has a space."""
-    from farm.plan.batches import Batch
-    from farm.run.execute import FRAMES
-    from farm.store import open_store
-
-    monkeypatch.setattr(socket, "gethostname", lambda: "build box")
-    batch = Batch("/m/crate.mdx", "crate.mdx", None, "Stand", "Stand", [0], ["k"], id="b")
-    for store in (open_store(f"s3://{BUCKET}/owner"), open_store(tmp_path / "folder")):
-        store.begin_batch("j", "b")
-        assert store.unfinished("j", "b") == [("build_box", os.getpid())], store
-        assert FRAMES.deaths(store, "j", batch) == 0, store  # the one unfinished delivery is this one
-
 def test_farm_out_and_the_project_file_name_an_s3_store(s3, tmp_path):
     from farm.environment import DEFAULT_OUT, default_reports
 
@@ -564,57 +385,6 @@ def test_a_celery_worker_elsewhere_renders_into_the_bucket(s3, tmp_path):
     batches = [k for k in s3.keys("celery/jobs/cel") if k.startswith("batches/")]
     assert len(batches) == len(job["batches"])  # each worker's result went to the bucket
     assert list(elsewhere.iterdir()) == [], list(elsewhere.iterdir())  # nothing written on the worker's disk
-
-
-
-def test_loading_a_job_fetches_only_the_log_records_its_document_lacks(store_env, monkeypatch):
-    """The job document says up to which log record it holds (``log``); the S3 store lists the log
-    and GETs only the later records (one request each), not every record of the run again."""
-    from farm.run.jobs import JobState
-    from farm.store import open_store
-    from farm.store.s3 import S3Store
-
-    store = open_store(f"s3://{BUCKET}/log-after")
-    key = "models/a.mdx|Stand|0ms|auto|8x8|msaa0|team0|transparent"
-    trace = {"model": "models/a.mdx", "batch": "b1", "status": "pending", "digest": None, "error": None, "attempts": 0}
-    for seq in range(1, 6):
-        store.append_job_log("j", {"seq": seq, "traces": {key: {**trace, "status": "done", "digest": f"{seq:064x}"}}})
-    store.write_job("j", {"format": "modelfarm.job/1", "job": "j", "log": 3, "runs": [], "batches": {},
-                          "traces": {key: {**trace, "status": "done", "digest": f"{3:064x}"}}})
-    fetched = []
-    read = S3Store._read
-
-    def counting(self, rel):
-        if "/log/" in rel:
-            fetched.append(int(rel.rsplit("/", 1)[1][:12]))
-        return read(self, rel)
-
-    monkeypatch.setattr(S3Store, "_read", counting)
-    job = JobState.load("j", store.location)
-    assert job.traces[key]["digest"] == f"{5:064x}"  # the later records applied, in order
-    assert sorted(fetched) == [4, 5]
-
-def test_a_damaged_object_is_one_sentence_naming_its_url(store_env, tmp_path):
-    from farm.run.jobs import JobError, JobState
-    from farm.store import open_store
-    from farm.store.documents import StoreError
-
-    s3 = store_env
-    url = f"s3://{BUCKET}/damaged"
-    store = open_store(url)
-    store.write_job("j", {"format": "modelfarm.job/1", "job": "j", "traces": {}, "batches": {}})
-    store.append_job_log("j", {"seq": 1, "traces": {}})
-    s3.client.put_object(Bucket=BUCKET, Key="damaged/jobs/j/log/000000000002-x.json", Body=b'{"seq": 2, "tr')
-    with pytest.raises(JobError, match=rf"the log of job 'j' is damaged: {url}/jobs/j/log/000000000002-x.json: not"
-                                       r" valid JSON"):
-        JobState.load("j", url)
-    s3.client.put_object(Bucket=BUCKET, Key="damaged/jobs/k.json", Body=b"[1, 2")
-    with pytest.raises(StoreError, match=rf"{url}/jobs/k.json is not valid JSON"):
-        store.read_job("k")
-    s3.client.put_object(Bucket=BUCKET, Key="damaged/jobs/k/batches/b.json", Body=b"[]")
-    with pytest.raises(StoreError, match=rf"{url}/jobs/k/batches/b.json: a batch result is a JSON object, not an"
-                                         r" array"):
-        store.read_batch_result("k", "b")
 
 
 def test_without_boto3_an_s3_store_is_one_sentence(tmp_path):

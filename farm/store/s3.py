@@ -63,6 +63,7 @@ PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"
 MISSING = {"NoSuchKey", "404", "NotFound"}
 _CLIENTS: dict[tuple, object] = {}  # (pid, endpoint, retry settings) -> this process's client
 _CLIENTS_LOCK = threading.Lock()
+_CONDITIONAL: dict[str, bool] = {}  # bucket -> False once its server answered 501 to a conditional PUT
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -115,7 +116,7 @@ class S3Objects:
             code = str(e.response.get("Error", {}).get("Code", ""))
             if code in MISSING:
                 raise FileNotFoundError(f"s3://{self.bucket}/{kw.get('Key', '')}") from None
-            if code in PRECONDITION:
+            if code in PRECONDITION or (code == "NotImplemented" and ("IfNoneMatch" in kw or "IfMatch" in kw)):
                 raise
             raise StoreError(_client_sentence(self, code, e)) from None
         except BotoCoreError as e:
@@ -149,22 +150,39 @@ class S3Objects:
         self._put(key, data)
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
+        """One conditional PUT (If-None-Match: *); a server without conditional writes (501) gets a
+        HEAD and a plain PUT instead (from then on, in this process): the names this is used for
+        are their content, so a race between the two writes the same bytes twice."""
         from botocore.exceptions import ClientError
 
+        if not _CONDITIONAL.get(self.bucket, True):
+            if self.head(key) is not None:
+                return False
+            self._put(key, data)
+            return True
         try:
             self._put(key, data, IfNoneMatch="*")
             return True
-        except ClientError:  # 412: someone stored it first
-            return False
+        except ClientError as e:  # 412: someone stored it first
+            if str(e.response.get("Error", {}).get("Code", "")) != "NotImplemented":
+                return False
+        _CONDITIONAL[self.bucket] = False
+        return self.put_if_absent(key, data)
 
     def swap(self, key: str, data: bytes, tag: str | None) -> str | None:
         """PUT with If-Match: ETag (If-None-Match: * for an object that is not there); a 412 (another
-        writer first) or a missing object is None."""
+        writer first) or a missing object is None. A server without conditional writes cannot
+        merge batch results safely: one StoreError sentence saying so."""
         from botocore.exceptions import ClientError
 
         try:
             return self._put(key, data, **({"IfMatch": tag} if tag else {"IfNoneMatch": "*"}))
-        except (ClientError, FileNotFoundError):
+        except FileNotFoundError:
+            return None
+        except ClientError as e:
+            if str(e.response.get("Error", {}).get("Code", "")) == "NotImplemented":
+                raise StoreError(f"{_endpoint(self)} does not support conditional writes (If-Match, If-None-Match),"
+                                 f" which {self.location} needs to merge results safely") from None
             return None
 
     def list(self, prefix: str, deep: bool = True) -> list[str]:
