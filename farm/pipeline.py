@@ -116,6 +116,24 @@ class Compared:
         return bool(counts.get("total")) and counts.get("new") == counts["total"]
 
 
+def first_run(job) -> dict | None:
+    """What comparing a run with no goldens would say of each trace, as far as the bootstrap hint
+    reads it (new or error, with its marks), from the job's traces and the sidecars its workers put
+    in the batch results (Store.frame_sidecar: one read per batch, no image read); None when a frame's
+    sidecar does not say whether it is blank (a store of an older version: compare to know)."""
+    traces = {}
+    for key, t in job.traces.items():
+        base = {"model": t.get("model"), "missing": list(t.get("missing") or [])}
+        if t.get("status") != "done" or not t.get("digest"):
+            traces[key] = {**base, "status": "error"}
+            continue
+        sidecar = job.store.frame_sidecar(job.id, t.get("batch"), key, t["digest"])
+        if sidecar is None or "blank" not in sidecar:
+            return None
+        traces[key] = {**base, "status": "new", "blank": sidecar["blank"]}
+    return {"traces": traces}
+
+
 def compare_job(job, goldens: str | Path | None = None, *, allow_new: bool = False, update: str | None = None,
                 allow_blank: bool = False, allow_missing: bool = False, report: str | Path | None = None,
                 image_base: str | None = None, report_url: str | None = None,
@@ -130,10 +148,12 @@ def compare_job(job, goldens: str | Path | None = None, *, allow_new: bool = Fal
     if folder is None and update:
         folder = created
     if folder is None:
-        try:
-            first = compare_run(job, created, write=False)
-        except OSError:  # `goldens` is not a folder
-            first = None
+        first = first_run(job)
+        if first is None:  # an older store: its frames' marks are in their images
+            try:
+                first = compare_run(job, created, write=False)
+            except OSError:  # `goldens` is not a folder
+                first = None
         return Compared(None, first=first)
     results = compare_run(job, folder, allow_new=allow_new)
     done = before = None

@@ -50,7 +50,7 @@ def packed_map(map_tree, folder, **kw):
 
 
 def _sidecar(job, key) -> dict:
-    return job.store.read_sidecar(job.traces[key]["digest"])
+    return job.store.frame_sidecar(job.id, job.traces[key]["batch"], key, job.traces[key]["digest"])
 
 
 def test_a_job_finds_textures_above_the_model_and_names_the_missing_ones(map_tree, capsys):

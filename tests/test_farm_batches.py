@@ -146,9 +146,10 @@ def test_render_batch_writes_store_and_result(samples, tmp_path):
     assert seen[-1] == (3, 3, 0)
     for f in result.frames:
         png = store.read_image(f.digest)
-        side = store.read_sidecar(f.digest)
+        side = store.frame_sidecar("job1", b.id, f.key, f.digest)  # in the batch result, not an object of its own
         assert side["trace"]["time_ms"] == f.time_ms and side["digest"] == f.digest and side["bytes"] == len(png)
-        assert side["trace"]["gl"]["renderer"] == "synthetic" and side["diagnostics"] == []
+        assert side["trace"]["gl"]["renderer"] == "synthetic" and side["diagnostics"] == [] and side["blank"] is None
+        assert not store.sidecar_path(f.digest).exists()
         from renderer.png import read_png
 
         assert read_png(store.image_path(f.digest))[1]["time_ms"] == f.time_ms
@@ -201,7 +202,7 @@ def test_no_renderer_and_store_errors_are_transient(samples, tmp_path):
         render_batch(crate_batch(samples), broken_factory, Store(tmp_path / "a"), "j")
 
     class ReadOnly(Store):
-        def put_image(self, png, meta):
+        def put_image(self, png, meta=None):
             raise PermissionError("read-only file system")
 
     with pytest.raises(TransientError, match="read-only"):

@@ -68,7 +68,9 @@ def check_every_frame_once(job: JobState) -> None:
     assert store.read_index(job.id) == dict(sorted(done.items()))
     assert len(set(done.values())) == len(done)  # different traces, different bytes (the PNG holds the trace)
     assert sorted(p.stem for p in store.images()) == sorted(done.values())
-    assert sorted(p.name for p in (store.root / "images").rglob("*.json")) == sorted(f"{d}.json" for d in done.values())
+    assert list((store.root / "images").rglob("*.json")) == []  # sidecars travel in the batch results
+    for key, digest in done.items():
+        assert store.frame_sidecar(job.id, job.traces[key]["batch"], key, digest)["digest"] == digest
     assert not list(store.tmp.glob("*")) if store.tmp.exists() else True
     from renderer.png import read_png
 
@@ -96,7 +98,8 @@ def test_local_run_status_and_retry(job_dir, capsys):
     # a retry cannot fix a model that does not load: the hint says to fix the model (tests/test_plan_errors.py)
     assert "chunk GEOS at byte 20" in printed.out and "farm retry" not in printed.out
     check_every_frame_once(job)
-    side = job.store.read_sidecar(job.traces[job.keys("done")[0]]["digest"])
+    key = job.keys("done")[0]
+    side = job.store.frame_sidecar(job.id, job.traces[key]["batch"], key, job.traces[key]["digest"])
     assert side["trace"]["gl"]["renderer"] and side["trace"]["model_hash"]
     # something was drawn: the crate covers part of its frame
     from renderer.png import read_png
@@ -242,7 +245,8 @@ def test_parent_never_loads_gl_and_children_split_the_cores(job_dir):
     from renderer.gl.threads import available_cores
 
     job = JobState.load(report["env_job"], job_dir / "env")
-    infos = [job.store.read_sidecar(d)["trace"]["gl"] for d in job.index().values()]
+    infos = [job.store.frame_sidecar(job.id, job.traces[k]["batch"], k, d)["trace"]["gl"]
+             for k, d in job.index().items()]
     assert {i["lp_num_threads"] for i in infos} == {str(max(1, available_cores() // 2))}
     assert os.getpid() not in {i["pid"] for i in infos}
 

@@ -108,10 +108,12 @@ class _Frame:
         self.rgba, trace = read_png(data)
         self.digest = image_digest(self.rgba)
         self.blank = blank_reason(self.rgba)
-        try:
-            sidecar = store.read_sidecar(png) or {}
-        except (OSError, ValueError):
-            sidecar = {}
+        sidecar = {}
+        if not (trace or {}).get("gl"):  # a PNG without its GL environment: an older store's sidecar object
+            try:
+                sidecar = store.read_sidecar(png) or {}
+            except (OSError, ValueError):
+                pass
         gl = (trace or {}).get("gl") or sidecar.get("trace", {}).get("gl")
         self.gl = gl or {}
         # Seconds the renderer took for this frame, when the worker recorded it (sidecar "render_s").
@@ -417,7 +419,7 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
     cmp = compare(new.rgba, old.rgba, th, with_map=heatmaps)
     if heatmaps and cmp.status != "identical":
         _write_heatmaps(head, res, new.rgba, old.rgba, cmp)
-    res["inputs_changed"] = inputs_changed(_inputs(base.store, old.png), _inputs(head.store, new.png))
+    res["inputs_changed"] = inputs_changed(_inputs(base, key, tb, old.png), _inputs(head, key, th_, new.png))
     res["metrics"] = cmp.to_dict()
     if cmp.passed:
         res.update(status="unchanged", match="exact" if cmp.status == "identical" else "similar")
@@ -432,13 +434,12 @@ def _diff_trace(base, head, key: str, tb: Mapping | None, th_: Mapping | None, h
 Inputs = Mapping[tuple[str, str], "str | None"]  # (kind, name) -> sha256 of the bytes; None: missing
 
 
-def _inputs(store, png: str) -> Inputs:
-    """What a stored frame was drawn from. Kind
+def _inputs(job, key: str, t: Mapping, png: str) -> Inputs:
+    """What a stored frame of `job` was drawn from (its sidecar: Store.frame_sidecar). Kind
     ``model`` is the model file itself (its trace's content hash), ``input`` every asset the search
     looked up for it (textures, tables, tags, child models), by the name the model asked for."""
-    try:
-        sidecar = store.read_sidecar(png)
-    except (OSError, ValueError):
+    sidecar = job.store.frame_sidecar(job.id, t.get("batch"), key, png)
+    if sidecar is None:
         return {}
     out: dict[tuple[str, str], str | None] = {}
     trace = sidecar.get("trace") or {}

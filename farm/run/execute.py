@@ -38,6 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from farm.environment import default_int
+from farm.images import blank_reason
 from farm.plan.batches import Batch, error_text, find_sequence
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from farm.run.inputs import read_batch_model
@@ -193,10 +194,11 @@ class BatchKind:
         return Work(seq, list(zip(batch.keys, batch.times, strict=True)))
 
     def keep(self, batch: Batch, store, model, frame, key: str, time_ms: int, work: Work) -> FrameResult:
-        """Keep a rendered frame: PNG (trace in its text chunk) into the store, with a sidecar that
-        lists the diagnostics and every asset the frame used (where found, sha256) or missed (where
-        the search looked). A frame with missing assets is done, with their names noted, or failed
-        when the job's policy is ``missing = "fail"``."""
+        """Keep a rendered frame: PNG (trace in its text chunk) into the store, with a sidecar (in the
+        frame's result: Store.frame_sidecar) that says whether it is blank and lists the diagnostics
+        and every asset the frame used (where found, sha256) or missed (where the search looked).
+        A frame with missing assets is done, with their names noted, or failed when the job's
+        policy is ``missing = "fail"``."""
         data = png_bytes(frame.rgba, frame.trace)
         assets = list(getattr(frame, "assets", []) or [])
         meta = {"trace": frame.trace, "diagnostics": [diag_dict(d) for d in frame.diagnostics], "assets": assets}
@@ -207,10 +209,11 @@ class BatchKind:
                                      f" {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
                                      f" (missing = \"fail\")")
         try:
-            image = store.put_image(data, meta)
+            image = store.put_image(data)  # the sidecar travels in the batch result (Store.frame_sidecar)
         except OSError as e:
             raise TransientError(f"cannot write to the store: {e}") from e
-        return FrameResult(key, time_ms, "done", digest=image, missing=missing or None)
+        sidecar = {"digest": image, "bytes": len(data), **meta, "blank": blank_reason(frame.rgba)}
+        return FrameResult(key, time_ms, "done", digest=image, missing=missing or None, sidecar=sidecar)
 
     def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
         return FrameResult(key, time_ms, "failed", error=error)

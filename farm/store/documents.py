@@ -39,13 +39,15 @@ class FrameResult:
     info: dict | None = None  # what a batch of another kind reports about the frame (JSON-ready)
     missing: list[str] | None = None  # assets the frame asked for and the search did not find
     render_s: float | None = None  # seconds the renderer took (reported to the coordinator, never stored)
+    sidecar: dict | None = None  # the frame's trace, diagnostics, assets, blank: stored, never sent back
     extra: dict = field(default_factory=dict, repr=False)  # fields of a newer writer: kept, written back
 
     def to_dict(self, times: bool = False) -> dict:
         return {**self.extra, "key": self.key, "time_ms": self.time_ms, "status": self.status, "digest": self.digest,
                 "error": self.error, **({"info": self.info} if self.info is not None else {}),
                 **({"missing": list(self.missing)} if self.missing else {}),
-                **({"render_s": self.render_s} if times and self.render_s is not None else {})}
+                **({"render_s": self.render_s} if times and self.render_s is not None else {}),
+                **({"sidecar": self.sidecar} if self.sidecar is not None and not times else {})}
 
     @classmethod
     def from_dict(cls, d: dict) -> FrameResult:

@@ -85,6 +85,7 @@ class Store:
         self._pool_pid: int | None = None
         self._pending: list[Future] = []
         self._cache: Path | None = None
+        self._batch_results: dict[tuple[str, str], dict] = {}  # frame_sidecar's reads: key -> frame
 
     @property
     def kind(self) -> str:
@@ -161,6 +162,27 @@ class Store:
     def read_sidecar(self, digest: str) -> dict:
         """An image's sidecar object (stores written before sidecars travelled in batch results)."""
         return json.loads(self.objects.get(self.sidecar_ref(digest)))
+
+    def frame_sidecar(self, job_id: str, batch_id: str | None, key: str, digest: str) -> dict | None:
+        """The sidecar of a job's frame (trace, diagnostics, assets, blank): from its batch result,
+        where workers put it (one read per batch, kept while this store is open), else the image's
+        sidecar object of an older store; None when there is neither."""
+        if batch_id:
+            result = self._batch_results.get((job_id, batch_id))
+            if result is None:
+                try:
+                    result = self.read_batch_result(job_id, batch_id) or {}
+                except StoreError:
+                    result = {}
+                self._batch_results[job_id, batch_id] = {f.get("key"): f for f in result.get("frames", ())}
+                result = self._batch_results[job_id, batch_id]
+            frame = result.get(key) or {}
+            if isinstance(frame.get("sidecar"), dict) and frame.get("digest") == digest:
+                return frame["sidecar"]
+        try:
+            return self.read_sidecar(digest)
+        except (OSError, ValueError):
+            return None
 
     # --- a job's travelling inputs, by sha256
     def put_input(self, data: bytes) -> str:
