@@ -7,7 +7,6 @@ import json
 import os
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import browser
 import pytest

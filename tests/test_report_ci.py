@@ -84,7 +84,8 @@ def test_junit_attachments_on_their_own_lines(report, monkeypatch):
     paths = [Path(ln[len("[[ATTACHMENT|"):-2]) for ln in att]
     assert all(p.is_absolute() and p.is_file() and p.parent == out / "img" / p.name[:2] for p in paths)
     assert not [ln for ln in cases[case_names(PASS)].find("system-out").text.splitlines() if "ATTACHMENT" in ln]
-    assert attachment_path(paths[0], {"CI_PROJECT_DIR": str(out.parent)}) == f"report/img/{paths[0].name[:2]}/{paths[0].name}"
+    rel = f"report/img/{paths[0].name[:2]}/{paths[0].name}"
+    assert attachment_path(paths[0], {"CI_PROJECT_DIR": str(out.parent)}) == rel
 
 
 # --- summary.md as a pull-request comment

@@ -28,7 +28,7 @@ __all__ = ["MATCH_LIMIT", "PAGE_CARDS", "PAGE_STRIP_FRAMES", "ROWS_PER_FILE", "P
            "row_files"]
 
 PAGE_CARDS = 200  # trace cards on one page
-PAGE_STRIP_FRAMES = 1200  # filmstrip frames on one page (at least one strip a page)
+PAGE_STRIP_FRAMES = 300  # filmstrip frames on one page (at least one strip a page)
 ROWS_PER_FILE = 5000  # compact rows in one pages/rows-N.js
 MATCH_LIMIT = 500  # rows a search shows at most (static/pages.js reads it from the page)
 
@@ -82,5 +82,8 @@ def row_files(pages: list[Page], anchor) -> Iterator[tuple[int, str]]:
 
 def _script(n: int, rows: list[list]) -> str:
     # ensure_ascii: U+2028/U+2029 and every other non-ASCII character as an escape, so the JSON is a
-    # JavaScript literal whatever a key holds.
-    return f"farmRows({n}, {json.dumps(rows, ensure_ascii=True, separators=(',', ':'))});\n"
+    # JavaScript literal whatever a key holds; <, > and & as escapes too (they occur only inside strings),
+    # so the file holds nothing an HTML parser would read as markup.
+    text = json.dumps(rows, ensure_ascii=True, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return f"farmRows({n}, {text});\n"
