@@ -1,4 +1,5 @@
-"""The HTML report: one page, failures first, then new traces, then passed ones.
+"""The HTML report: failures first, then new traces, then passed ones, in pages of a few hundred
+cards when there are more (farm.report.pages: the landing page is index.html).
 
 For each trace: the new frame, its golden, the difference heatmap and the SSIM map, in four views
 (side by side; swap on hover; a slider; onion skin), the metrics with the thresholds they were held
@@ -6,8 +7,8 @@ against, what rendered each image, and the exact command that approves (or rejec
 status and by model. Before the cards, the filmstrips (farm.report.strips): the traces of one model,
 sequence, camera and size across timestamps, a golden row and a new row in time order, each frame's
 status, the selected frame (the worst first when the strip fails) large above them, and a play
-button (report.js) that flips through both rows in step. Everything is local: the images are copied
-into img/, the script and style into static/, and a Content-Security-Policy forbids anything else
+button (report.js) that flips through both rows in step. Everything is local: the images are put
+into img/ab/ (farm.report.images), the scripts and style into static/, and a Content-Security-Policy forbids anything else
 (no inline script, no network).
 
 Strings from model files (sequence names in trace keys, model paths) reach the page only through
