@@ -26,7 +26,7 @@ from pathlib import Path
 from renderer.files import atomic_write
 
 __all__ = ["append_json_line", "append_line", "atomic_write", "atomic_write_json", "file_digest", "json_bytes",
-           "read_json_lines", "read_json_lines_at"]
+           "json_wide_chunks", "read_json_lines", "read_json_lines_at", "write_chunks"]
 
 log = logging.getLogger("farm.files")
 
@@ -39,6 +39,47 @@ def json_bytes(obj) -> bytes:
 
 def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) -> None:
     atomic_write(path, json_bytes(obj), tmp_dir)
+
+
+def json_wide_chunks(obj: dict, wide: str):
+    """`obj` as JSON in pieces, for a document with one large member `wide` (a mapping: a comparison's
+    traces): sorted keys, each top-level member on a line, each of `wide`'s entries on a line of its
+    own (compact, by the C encoder), so the same data gives the same bytes and a million entries are
+    never one string. ensure_ascii is off as in json_bytes."""
+    dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
+    names = sorted(obj)
+    yield "{\n"
+    for i, name in enumerate(names):
+        end = ",\n" if i < len(names) - 1 else "\n"
+        if name == wide and isinstance(obj[name], dict):
+            items = sorted(obj[name].items())
+            yield f" {dumps(name)}: {{" + ("\n" if items else "")
+            for j, (k, v) in enumerate(items):
+                yield f"  {dumps(k)}: {dumps(v)}" + (",\n" if j < len(items) - 1 else "\n")
+            yield (" }" if items else "}") + end
+        else:
+            yield f" {dumps(name)}: {dumps(obj[name])}{end}"
+    yield "}\n"
+
+
+def write_chunks(path: str | Path, chunks) -> None:
+    """Write the text of `chunks` (an iterable of str) to `path` through a temporary file in its folder,
+    renamed into place (atomic_write for a document too large to hold as one string); UTF-8, a name
+    from bytes that are not UTF-8 as its escape (json_bytes' "backslashreplace")."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name[:40]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20, newline="\n") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except OSError as e:  # name the file the caller asked for, not the temporary one
+        tmp.unlink(missing_ok=True)
+        raise type(e)(e.errno, e.strerror, str(path)) from e
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def file_digest(path: str | Path) -> str:

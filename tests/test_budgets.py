@@ -196,3 +196,59 @@ def test_a_whole_file_problem_reads_path_colon_problem():
     e = FormatError("m.mdx", "", None, "cannot read file: No such file or directory")
     assert e.sentence() == "m.mdx: cannot read file: No such file or directory"
     assert FormatError("m.mdx", "chunk GEOS", 20, "too short").sentence() == "m.mdx: chunk GEOS at byte 20: too short"
+
+
+def test_the_job_cap_is_the_coordinators_memory(models, monkeypatch, tmp_path):
+    """Issue 33 item 2: without FARM_MAX_FRAMES a job may plan what the coordinator's memory holds
+    (at PLAN_BYTES_PER_FRAME a frame), a million frames on a machine with a few GB; more is a
+    ManifestError at the line that went over, naming the memory; FARM_MAX_FRAMES still caps by count."""
+    from farm.plan import batches as B
+    from farm.plan.manifest import load_manifest
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       8000000 kB\nMemFree:  100 kB\nMemAvailable:   4000000 kB\n")
+    assert B._meminfo_available(str(meminfo)) == 4000000 * 1024
+    assert B._meminfo_available(str(tmp_path / "none")) is None
+    cg = tmp_path / "cg"
+    cg.mkdir()
+    (cg / "memory.max").write_text("max\n")
+    (cg / "memory.current").write_text("1000\n")
+    assert B._cgroup_available(str(cg)) is None
+    (cg / "memory.max").write_text("5000\n")
+    assert B._cgroup_available(str(cg)) == 4000
+    monkeypatch.delenv("FARM_MAX_FRAMES", raising=False)
+    monkeypatch.setattr(B, "_cgroup_available", lambda: None)
+    monkeypatch.setattr(B, "_meminfo_available", lambda: 4 << 30)
+    limit, _ = B.frame_limit()
+    assert limit == (4 << 30) // B.PLAN_BYTES_PER_FRAME and limit > 1_000_000  # the old count cap was 200,000
+    monkeypatch.setattr(B, "_meminfo_available", lambda: 30 * B.PLAN_BYTES_PER_FRAME)
+    m = models / "memory.toml"
+    m.write_text('size = "8x8"\ntimestamps = [0, 100, 200, 300, 400, 500, 600, 700, 800, 900]\n'
+                 '[[models]]\npath = "models/crate.mdx"\n[[models]]\npath = "models/hog.mdx"\n'
+                 '[[models]]\npath = "models/slow.mdx"\n')
+    with pytest.raises(ManifestError, match=r"memory\.toml:\d+: the job plans [\d,]+ frames by models/hog\.mdx, more"
+                                            r" than the 30 frames this coordinator's memory holds \(0 MB available"):
+        B.expand_manifest(load_manifest(m))
+    monkeypatch.setattr(B, "_meminfo_available", lambda: 4 << 30)
+    assert len(B.expand_manifest(load_manifest(m)).traces) > 30
+    monkeypatch.setenv("FARM_MAX_FRAMES", "30")  # a count cap still applies when set
+    with pytest.raises(ManifestError, match=r"more than the cap of 30 per job \(FARM_MAX_FRAMES\)"):
+        B.expand_manifest(load_manifest(m))
+
+
+def test_planned_traces_share_their_thresholds(models):
+    """A million planned frames hold one thresholds object per set of matching entries, not one each
+    (never changed in place); the values are what each trace's entries say."""
+    from farm.plan.batches import expand_manifest
+    from farm.plan.manifest import load_manifest
+
+    m = models / "shared.toml"
+    m.write_text('size = "8x8"\ntimestamps = [0, 100, 200]\n[thresholds]\nssim = 0.9\n'
+                 '[[thresholds.traces]]\nmatch = "*|100ms|*"\nssim = 0.5\n'
+                 '[[models]]\npath = "models/crate.mdx"\n')
+    traces = expand_manifest(load_manifest(m)).traces
+    by_time = {}
+    for t in traces.values():
+        by_time.setdefault(t["time_ms"], []).append(t["thresholds"])
+    assert {ms: {th["min_ssim"] for th in ths} for ms, ths in by_time.items()} == {0: {0.9}, 100: {0.5}, 200: {0.9}}
+    assert len({id(t["thresholds"]) for t in traces.values()}) == 2

@@ -304,11 +304,12 @@ def test_small_slips(tmp_path, capsys):
     # the diff summary's thumbnails: head frame alt "head", base frame alt "base" (not new/golden, not swapped)
     from farm.compare.runs import diff_runs
     from farm.report import write_report
+    from farm.report.images import image_relpath
 
     head = make_run(store, {K1: broken(image(1)), K2: image(2)})
     results = diff_runs(run, head)
     write_report(results, tmp_path / "r", image_base="https://ci/r/")
     md = (tmp_path / "r" / "summary.md").read_text()
     t = results["traces"][K1]
-    assert f'<img src="https://ci/r/img/{t["png"]}.png" width="96" alt="head">' in md
-    assert f'<img src="https://ci/r/img/{t["golden"]["png"]}.png" width="96" alt="base">' in md
+    assert f'<img src="https://ci/r/{image_relpath(t["png"])}" width="96" alt="head">' in md
+    assert f'<img src="https://ci/r/{image_relpath(t["golden"]["png"])}" width="96" alt="base">' in md

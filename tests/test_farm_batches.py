@@ -246,3 +246,28 @@ def test_progress_never_goes_back():
     p.finish("a", 4, 1)
     p.update("a", 1)  # late news from a finished batch is ignored
     assert (p.done, p.failed) == (6, 1)
+
+
+def test_progress_sums_match_a_recount():
+    """The running sums (kept per update) equal a recount of every batch after any sequence of updates,
+    redeliveries, finishes and repeated finishes."""
+    import random
+
+    rng = random.Random(7)
+    p = Progress(10**6, enabled=False)
+    running: dict[str, tuple[int, int]] = {}
+    finished: dict[str, tuple[int, int]] = {}
+    for _ in range(3000):
+        batch = f"b{rng.randrange(60)}"
+        done = rng.randrange(48)
+        failed = rng.randrange(done + 1)
+        if rng.random() < 0.3:
+            p.finish(batch, done, failed)
+            running.pop(batch, None)
+            finished[batch] = (done, failed)
+        else:
+            p.update(batch, done, failed)
+            if batch not in finished:
+                running[batch] = (done, failed)
+        both = list(running.values()) + list(finished.values())
+        assert (p.done, p.failed) == (sum(v[0] for v in both), sum(v[1] for v in both))

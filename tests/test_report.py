@@ -7,7 +7,6 @@ import json
 import os
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import browser
 import pytest
@@ -18,6 +17,7 @@ from farm.compare.runs import compare_run, diff_runs
 from farm.plan.keys import parse_key
 from farm.report import junit_xml, markdown_summary, write_report
 from farm.report.html import build_views
+from farm.report.images import heatmap_relpath, image_relpath
 
 os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
@@ -71,10 +71,10 @@ def test_report_holds_images_metrics_thresholds_and_commands(mixed):
     html = (out / "index.html").read_text()
     fail = results["traces"][FAIL]
     # images copied into the folder and referenced relatively
-    for name in (f"{fail['png']}.png", f"{fail['golden']['png']}.png", Path(fail["diff_image"]).name,
-                 Path(fail["ssim_image"]).name):
-        assert (out / "img" / name).is_file()
-        assert f'src="img/{name}"' in html
+    for rel in (image_relpath(fail["png"]), image_relpath(fail["golden"]["png"]), heatmap_relpath(fail["diff_image"]),
+                heatmap_relpath(fail["ssim_image"])):
+        assert (out / rel).is_file() and rel.startswith("img/") and rel.count("/") == 2  # img/ab/abcd...png
+        assert f'src="{rel}"' in html
     assert "http://" not in html.replace("http-equiv", "") and "https://" not in html
     assert "Content-Security-Policy" in html and "script-src &#39;self&#39;" not in html  # not double-escaped
     # metrics with their thresholds
@@ -139,8 +139,8 @@ def test_markdown_summary(mixed):
     assert "<img" not in md  # no --image-base: no image links (relative ones break once posted; test_summary_links)
     fail = results["traces"][FAIL]
     published = markdown_summary(results, build_views(results, out), image_base="https://ci/r/")
-    assert f'<img src="https://ci/r/img/{fail["png"]}.png" width="96" alt="new">' in published
-    assert f'<img src="https://ci/r/img/{Path(fail["diff_image"]).name}" width="96" alt="difference">' in published
+    assert f'<img src="https://ci/r/{image_relpath(fail["png"])}" width="96" alt="new">' in published
+    assert f'<img src="https://ci/r/{heatmap_relpath(fail["diff_image"])}" width="96" alt="difference">' in published
     assert "### New traces (no golden yet) (1 of 1)" in md
     assert f"farm approve {results['job']} --new" in md
     # the key of every table row stays in its cell: '|' inside keys is escaped

@@ -13,6 +13,7 @@ from golden_runs import broken, image, key, make_run
 from farm import goldens as G
 from farm.compare.runs import compare_run
 from farm.report import write_report
+from farm.report.images import image_relpath
 from farm.report.junit import attachment_path, case_names
 
 XSD = Path(__file__).parent / "data" / "junit-jenkins.xsd"
@@ -81,9 +82,10 @@ def test_junit_attachments_on_their_own_lines(report, monkeypatch):
     att = [ln for ln in lines if ln.startswith("[[ATTACHMENT|")]
     assert len(att) == 3 and all(ln.endswith("]]") for ln in att)  # new, golden, difference
     paths = [Path(ln[len("[[ATTACHMENT|"):-2]) for ln in att]
-    assert all(p.is_absolute() and p.is_file() and p.parent == out / "img" for p in paths)
+    assert all(p.is_absolute() and p.is_file() and p.parent == out / "img" / p.name[:2] for p in paths)
     assert not [ln for ln in cases[case_names(PASS)].find("system-out").text.splitlines() if "ATTACHMENT" in ln]
-    assert attachment_path(paths[0], {"CI_PROJECT_DIR": str(out.parent)}) == f"report/img/{paths[0].name}"
+    rel = f"report/img/{paths[0].name[:2]}/{paths[0].name}"
+    assert attachment_path(paths[0], {"CI_PROJECT_DIR": str(out.parent)}) == rel
 
 
 # --- summary.md as a pull-request comment
@@ -102,7 +104,7 @@ def test_summary_links_counts_first_and_details(report, tmp_path):
     assert "Full report" not in md  # relative base, no --report-url: nothing to link to
     write_report(results, tmp_path / "r", image_base="https://ci.example/job/7/report")
     md = (tmp_path / "r" / "summary.md").read_text()
-    assert f'<img src="https://ci.example/job/7/report/img/{fail["png"]}.png"' in md
+    assert f'<img src="https://ci.example/job/7/report/{image_relpath(fail["png"])}"' in md
     assert "**[Full report](https://ci.example/job/7/report/index.html)**" in md
     assert md.index("| status | traces |") < md.index("Full report") < md.index("### Worst differences")
     write_report(results, tmp_path / "r2", image_base="https://cdn.example/x/img/", report_url="https://ci/r.html")

@@ -20,6 +20,7 @@ from farm import goldens as G
 from farm.compare.runs import compare_run, diff_runs
 from farm.plan.keys import TraceKeyError, parse_key, timeless_key
 from farm.report import markdown_summary, write_report
+from farm.report.images import image_relpath
 from farm.report.serve import ReportServer, make_server
 from farm.report.strips import filmstrips, strip_anchor, time_text
 
@@ -125,8 +126,8 @@ def test_page_shows_a_failing_filmstrip_in_time_order_with_the_worst_frame_first
     assert [("current" in c["class"].split()) for c in cols] == [False, False, True, False, False]
     assert 'class="worst-mark"' in walk and "frame 3 of 5: 500 ms, failed (worst)" in walk
     fail = results["traces"][FAILING]
-    assert f'data-row="new" src="img/{fail["png"]}.png"' in walk
-    assert f'data-row="golden" src="img/{fail["golden"]["png"]}.png"' in walk
+    assert f'data-row="new" src="{image_relpath(fail["png"])}"' in walk
+    assert f'data-row="golden" src="{image_relpath(fail["golden"]["png"])}"' in walk
     assert "failing at 500 ms; worst: 500 ms" in walk
     # both rows aligned by time, each frame's status on it; the new trace has an empty golden cell
     for row in ("golden", "new"):

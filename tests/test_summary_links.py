@@ -12,6 +12,7 @@ from golden_runs import broken, image, key, make_run
 
 from farm import goldens as G
 from farm.cli import main
+from farm.report.images import image_relpath
 
 PASS, FAIL = key("models/crate.mdx", "Stand", 0), key("models/crate.mdx", "Walk", 250)
 NEW = key("units/footman.mdx", "Attack", 0)
@@ -63,8 +64,7 @@ def test_with_absolute_image_base_every_link_is_absolute(run, capsys):
     assert compare(job, tmp, "--image-base", "https://ci.example/r/") == 1
     printed = capsys.readouterr()
     md = (tmp / "r" / "summary.md").read_text()
-    fail = job.traces[FAIL]["digest"]
-    assert f'<img src="https://ci.example/r/img/{fail}.png" width="96" alt="new">' in md
+    assert f'<img src="https://ci.example/r/{image_relpath(job.traces[FAIL]["digest"])}" width="96" alt="new">' in md
     assert "**[Full report](https://ci.example/r/index.html)**" in md
     links = image_links(md)
     assert len(links) >= 5 and all(u.startswith("https://ci.example/r/") for u in links), links

@@ -23,7 +23,7 @@ from farm.images import (
     image_sidecar,
 )
 from farm.look import CAMERA_HELP, blank_warning, frame_defaults, sequence_length
-from farm.plan.batches import max_frames
+from farm.plan.batches import frame_limit
 from farm.settings import (
     RenderSettings,
     check_assets,
@@ -166,8 +166,8 @@ def cmd_convert(args) -> int:
 
 def _times(args, model, seq, time_ms: int) -> list[int]:
     """The ms to render: --times, --every over the sequence, or `time_ms` (--time, else the default
-    look's, farm.look); each checked by farm.settings.check_time, the count bounded by the job cap
-    (FARM_MAX_FRAMES)."""
+    look's, farm.look); each checked by farm.settings.check_time, the count bounded as a job's is
+    (farm.plan.batches.frame_limit: memory, FARM_MAX_FRAMES)."""
     if args.times is not None:
         parts = [t.strip() for t in args.times.split(",")]
         if not any(parts) or not all(p.isdigit() for p in parts if p) or "" in parts[:-1]:
@@ -180,9 +180,10 @@ def _times(args, model, seq, time_ms: int) -> list[int]:
             raise UsageError(f"{args.model}: --every needs a sequence, and the model has none")
         length = sequence_length(model, seq)
         count = length // args.every + 1
-        if count > max_frames():
-            raise UsageError(f"--every {args.every} over a sequence of {length} ms is {count:,} frames, more than"
-                             f" the cap of {max_frames():,} (FARM_MAX_FRAMES)")
+        limit, why = frame_limit()
+        if count > limit:
+            raise UsageError(f"--every {args.every} over a sequence of {length} ms is {count:,} frames,"
+                             f" more than {why}")
         return list(range(0, length + 1, args.every))
     return [check_time(time_ms, "--time")]
 

@@ -38,13 +38,13 @@ from renderer.formats import load_model
 DEFAULT_MAX_FRAMES = default_int("FARM_MAX_FRAMES")
 DEFAULT_BATCH_FRAMES = default_int("FARM_BATCH_FRAMES")
 
-__all__ = ["DEFAULT_MAX_FRAMES", "Batch", "Plan", "TooManyFrames", "error_text", "expand_manifest", "expand_plan",
-           "find_sequence", "max_frames", "model_digest", "read_model", "read_model_and_digest", "resolve_stamps",
-           "resolve_times", "sequence_label"]
+__all__ = ["DEFAULT_MAX_FRAMES", "PLAN_BYTES_PER_FRAME", "Batch", "Plan", "TooManyFrames", "available_memory",
+           "error_text", "expand_manifest", "expand_plan", "find_sequence", "frame_limit", "max_frames", "model_digest",
+           "read_model", "read_model_and_digest", "resolve_stamps", "resolve_times", "sequence_label"]
 
 
 class TooManyFrames(ValueError):
-    """A plan that would render more frames than the job's cap (FARM_MAX_FRAMES)."""
+    """A plan that would render more frames than the job may (`frame_limit`: memory, FARM_MAX_FRAMES)."""
 
 
 def error_text(e: BaseException) -> str:
@@ -80,8 +80,61 @@ def chunks(times: list, size: int) -> list[list]:
 
 
 def max_frames(environ=None) -> int:
-    """The most frames one job may plan (FARM_MAX_FRAMES, default 200,000)."""
+    """The most frames one job may plan by count (FARM_MAX_FRAMES; 0, the default: no count, only
+    the memory check of `frame_limit`)."""
     return env_int("FARM_MAX_FRAMES", environ=environ)
+
+
+# What the coordinator holds per planned frame at its peak (the plan, the job state and writing the job
+# document), measured by bench/scale.py (bench/README.md): the memory check's unit.
+PLAN_BYTES_PER_FRAME = 2400
+
+
+def _meminfo_available(path: str = "/proc/meminfo") -> int | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _cgroup_available(root: str = "/sys/fs/cgroup") -> int | None:
+    """What this process's cgroup (v2) may still use: memory.max - memory.current; None without a limit."""
+    try:
+        with open(f"{root}/memory.max", encoding="ascii") as f:
+            limit = f.read().strip()
+        with open(f"{root}/memory.current", encoding="ascii") as f:
+            current = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    return None if limit == "max" else max(0, int(limit) - current)
+
+
+def available_memory() -> tuple[int | None, str]:
+    """(bytes this process may still use, where that figure comes from): the smaller of the system's
+    MemAvailable and the cgroup's room; (None, ...) when neither can be read."""
+    found = [(v, what) for v, what in ((_meminfo_available(), "MemAvailable in /proc/meminfo"),
+                                       (_cgroup_available(), "the cgroup's memory.max")) if v is not None]
+    return min(found) if found else (None, "unknown")
+
+
+def frame_limit(environ=None) -> tuple[int, str]:
+    """(the most frames one job may plan here, why): what the coordinator's available memory holds at
+    `PLAN_BYTES_PER_FRAME` a frame, and FARM_MAX_FRAMES when that is set and smaller. The sentence
+    ends a "more than ..." error."""
+    cap = max_frames(environ)
+    room, where = available_memory()
+    by_memory = room // PLAN_BYTES_PER_FRAME if room is not None else None
+    if cap and (by_memory is None or cap <= by_memory):
+        return cap, f"the cap of {cap:,} per job (FARM_MAX_FRAMES)"
+    if by_memory is None:
+        return 1 << 62, "no limit"
+    return by_memory, (f"the {by_memory:,} frames this coordinator's memory holds ({room >> 20:,} MB available, by"
+                       f" {where}; about {PLAN_BYTES_PER_FRAME:,} bytes a planned frame): split the job, or run it"
+                       f" where there is more memory")
 
 
 def resolve_stamps(plan: ModelPlan, length_ms: int, limit: int | None = None,
@@ -96,15 +149,15 @@ def resolve_stamps(plan: ModelPlan, length_ms: int, limit: int | None = None,
     per ms (as keys always were for them), so a model without animations renders once, not once per
     fraction.
 
-    The count is known before the list is built: more than `limit` (default `max_frames()`) is a
+    The count is known before the list is built: more than `limit` (default `frame_limit()`) is a
     TooManyFrames error, never a list that fills the memory."""
     length = max(int(length_ms), 0)
-    limit = max_frames() if limit is None else limit
+    limit, why = frame_limit() if limit is None else (limit, f"the cap of {limit:,} per job")
     if plan.every is not None:
         count = length // plan.every + 1
         if count > limit:
             raise TooManyFrames(f"{plan.rel}: every = {plan.every} over a sequence of {length} ms is {count:,} frames,"
-                                f" more than the cap of {limit:,} per job (FARM_MAX_FRAMES)")
+                                f" more than {why}")
         return [(t, t) for t in range(0, length + 1, plan.every)]
     out: dict[int | str, int] = {}
     for t in plan.timestamps or (0,):
@@ -276,12 +329,17 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
             for part in chunks(stamps, batch_frames()):
                 batches.append(batch(digest, index, label, part))
     traces: dict[str, dict] = {}
+    # One thresholds object per set of matching [[thresholds.traces]] entries, shared by the traces it
+    # applies to (never changed in place): a million planned frames hold a handful, not a million.
+    shared: dict[tuple[int, ...], dict] = {}
     for b in batches:
         for t, k in zip(b.times, b.keys, strict=True):
-            thresholds = dict(plan.thresholds)
-            for tt in trace_thresholds:
-                if fnmatch.fnmatchcase(k, tt.match):
-                    thresholds.update(tt.values)
+            matched = tuple(i for i, tt in enumerate(trace_thresholds) if fnmatch.fnmatchcase(k, tt.match))
+            thresholds = shared.get(matched)
+            if thresholds is None:
+                thresholds = shared[matched] = dict(plan.thresholds)
+                for i in matched:
+                    thresholds.update(trace_thresholds[i].values)
             traces[k] = {"model": plan.rel, "sequence": b.sequence_name, "time_ms": t, "batch": b.id,
                          "thresholds": thresholds}
             if plan.rel in unloadable:
@@ -313,7 +371,7 @@ def expand_manifest(manifest: Manifest, loader=None) -> Plan:
     """Every model of the manifest, expanded. A sequence named in the manifest that a model does not
     have, and a `[[thresholds.traces]]` glob that matches no trace, are ManifestErrors naming the line."""
     plan = Plan([], {}, {})
-    cap = max_frames()
+    cap, why = frame_limit()  # once, before planning takes the memory it measures
     for mp in manifest.plans:
         try:
             plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
@@ -321,8 +379,8 @@ def expand_manifest(manifest: Manifest, loader=None) -> Plan:
             raise ManifestError(manifest.shown_as or manifest.path, mp.line, str(e)) from None
         if len(plan.traces) > cap:
             raise ManifestError(manifest.shown_as or manifest.path, mp.line,
-                                f"the job plans {len(plan.traces):,} frames by {mp.rel}, more than the cap of {cap:,}"
-                                f" per job (FARM_MAX_FRAMES): render fewer timestamps or split the job")
+                                f"the job plans {len(plan.traces):,} frames by {mp.rel}, more than {why}"
+                                + ("" if "split" in why else ": render fewer timestamps or split the job"))
     if plan.unknown:
         raise manifest.unknown_sequences(manifest.plans, plan.unknown)
     for tt in manifest.trace_thresholds:

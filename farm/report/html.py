@@ -1,4 +1,5 @@
-"""The HTML report: one page, failures first, then new traces, then passed ones.
+"""The HTML report: failures first, then new traces, then passed ones, in pages of a few hundred
+cards when there are more (farm.report.pages: the landing page is index.html).
 
 For each trace: the new frame, its golden, the difference heatmap and the SSIM map, in four views
 (side by side; swap on hover; a slider; onion skin), the metrics with the thresholds they were held
@@ -6,8 +7,8 @@ against, what rendered each image, and the exact command that approves (or rejec
 status and by model. Before the cards, the filmstrips (farm.report.strips): the traces of one model,
 sequence, camera and size across timestamps, a golden row and a new row in time order, each frame's
 status, the selected frame (the worst first when the strip fails) large above them, and a play
-button (report.js) that flips through both rows in step. Everything is local: the images are copied
-into img/, the script and style into static/, and a Content-Security-Policy forbids anything else
+button (report.js) that flips through both rows in step. Everything is local: the images are put
+into img/ab/ (farm.report.images), the scripts and style into static/, and a Content-Security-Policy forbids anything else
 (no inline script, no network).
 
 Strings from model files (sequence names in trace keys, model paths) reach the page only through
@@ -24,10 +25,12 @@ from jinja2 import Environment, FileSystemLoader
 
 from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
-from farm.files import atomic_write, json_bytes
-from farm.report.junit import junit_xml
+from farm.files import atomic_write, json_wide_chunks, write_chunks
+from farm.report.images import ReportImages, heatmap_relpath, image_relpath
+from farm.report.junit import write_junit
 from farm.report.markdown import markdown_summary
 from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
+from farm.report.pages import MATCH_LIMIT, Page, page_url, plan_pages, row_files
 from farm.report.strips import Strip, filmstrips, time_text
 from farm.store import open_store
 
@@ -36,6 +39,7 @@ __all__ = ["build_strip_views", "build_views", "render_html", "render_nightly_in
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
+MAX_MODEL_OPTIONS = 1000  # more models than this: no model menu (the search finds a model's traces)
 
 
 def _env() -> Environment:
@@ -46,69 +50,33 @@ def _env() -> Environment:
     return env
 
 
-class _Images:
-    """Copies images into the report's img/ folder once each; returns their relative URLs."""
-
-    def __init__(self, out: Path, prefix: str = "img/"):
-        self.dir = out / "img"
-        self.prefix = prefix
-        self.dir.mkdir(parents=True, exist_ok=True)
-
-    def add(self, src: str | Path | None, name: str) -> str | None:
-        """Copy file `src` in as `name` (None when there is no such file)."""
-        if not src:
-            return None
-        src = Path(src)
-        dest = self.dir / name
-        if not dest.is_file():
-            if not src.is_file():
-                return None
-            _copy(src, dest)
-        return self.prefix + name
-
-    def add_ref(self, store, ref: str | None, name: str) -> str | None:
-        """Copy a store's file (an image or artefact reference) in as `name`."""
-        if not ref:
-            return None
-        dest = self.dir / name
-        if not dest.is_file():
-            path = store.local_path(ref)
-            if path is None:
-                return None
-            _copy(path, dest)
-        return self.prefix + name
-
-
-def _copy(src: Path, dest: Path) -> None:
-    """Copy through atomic_write: a copy cut short (a full disk, a kill) leaves no part of a file,
-    which the next report would keep because its name exists."""
-    atomic_write(dest, Path(src).read_bytes())
-
-
 def _anchor(key: str) -> str:
     """A trace card's anchor (a filmstrip's: farm.report.strips.strip_anchor)."""
     return "t-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
-def build_views(results: dict, out: Path, serve: dict | None = None) -> list[dict]:
-    images = _Images(out)
+def build_views(results: dict, out: Path, serve: dict | None = None, traces: list[dict] | None = None,
+                prefix: str = "") -> list[dict]:
+    """The cards of `traces` (default: every trace, in `sort_traces` order), their images put into the
+    report folder `out`; image URLs start with `prefix` (a page in pages/: "../")."""
+    images = ReportImages(out, prefix)
     store = open_store(results["store"])
     diff = results.get("kind") == "diff"
     head_store = open_store(results["head"]["store"]) if diff else store
     base_store = open_store(results["base"]["store"]) if diff else None
     views = []
-    for t in sort_traces(results["traces"].values()):
+    for t in sort_traces(results["traces"].values()) if traces is None else traces:
         g = t.get("golden") or {}
-        new_src = images.add_ref(head_store, head_store.image_ref(t["png"]), f"{t['png']}.png") \
+        new_src = images.add_ref(head_store, head_store.image_ref(t["png"]), image_relpath(t["png"])) \
             if t.get("png") else None
         golden_src = None
         if g.get("path"):  # a golden: a file in the goldens folder
-            golden_src = images.add(g["path"], f"{g['png']}.png")
+            golden_src = images.add(g["path"], image_relpath(g["png"]))
         elif g.get("ref") and base_store is not None:  # a diff's base frame: in the base run's store
-            golden_src = images.add_ref(base_store, g["ref"], f"{g['png']}.png")
-        diff_src = images.add_ref(store, t.get("diff_image"), Path(t["diff_image"]).name) \
+            golden_src = images.add_ref(base_store, g["ref"], image_relpath(g["png"]))
+        diff_src = images.add_ref(store, t.get("diff_image"), heatmap_relpath(t["diff_image"])) \
             if t.get("diff_image") else None
-        ssim_src = images.add_ref(store, t.get("ssim_image"), Path(t["ssim_image"]).name) \
+        ssim_src = images.add_ref(store, t.get("ssim_image"), heatmap_relpath(t["ssim_image"])) \
             if t.get("ssim_image") else None
         size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
         facts = []
@@ -162,11 +130,13 @@ def _strip_frame(strip: Strip, i: int, v: dict) -> dict:
                                                                     v.get("commands") or ())}
 
 
-def build_strip_views(results: dict, views: list[dict], serve: dict | None = None) -> list[dict]:
-    """The filmstrips of the page (farm.report.strips), each frame with its view's images and status."""
+def build_strip_views(results: dict, views: list[dict], serve: dict | None = None,
+                      strips: list[Strip] | None = None) -> list[dict]:
+    """The filmstrips of the page (farm.report.strips; `strips`, default all of them), each frame with its
+    view's images and status."""
     by_key = {v["key"]: v for v in views}
     out = []
-    for strip in filmstrips(results["traces"].values()):
+    for strip in filmstrips(results["traces"].values()) if strips is None else strips:
         frames = [_strip_frame(strip, i, by_key.get(t["key"], {})) for i, t in enumerate(strip.frames)]
         keys = [f["key"] for f in frames if f["approvable"]]
         first = by_key.get(strip.frames[0]["key"], {})
@@ -183,11 +153,32 @@ def build_strip_views(results: dict, views: list[dict], serve: dict | None = Non
     return out
 
 
-def render_html(results: dict, views: list[dict], serve: dict | None = None) -> str:
+def _pager(number: int, count: int) -> list[tuple[str, str | None]]:
+    """The pager's links of page `number` of `count`: (text, URL or None for this page / a gap)."""
+    near = sorted({1, count, *range(max(1, number - 3), min(count, number + 3) + 1)})
+    links: list[tuple[str, str | None]] = []
+    if number > 1:
+        links.append(("previous", page_url(number - 1, number)))
+    last = 0
+    for n in near:
+        if n > last + 1:
+            links.append(("…", None))
+        links.append((str(n), None if n == number else page_url(n, number)))
+        last = n
+    if number < count:
+        links.append(("next", page_url(number + 1, number)))
+    return links
+
+
+def render_html(results: dict, views: list[dict], serve: dict | None = None, page: dict | None = None) -> str:
+    """A page of the report: `views` are its cards; `page` (write_report's) says which page of how
+    many, its filmstrips, the models and the number of row files; without it, the whole report."""
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
     statuses = [s for s in REPORT_ORDER if counts.get(s)]
-    models = sorted({v["model"] for v in views})
+    page = page or {}
+    number, count = page.get("number", 1), page.get("count", 1)
+    models = page["models"] if "models" in page else sorted({v["model"] for v in views})
     title = (f"modelfarm diff: {results['base']['job']} -> {results['head']['job']}" if diff
              else f"modelfarm: {results['job']}")
     bulk = []
@@ -196,35 +187,80 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None) -> 
             bulk.append(("approve every new trace", approve_command(results, extra=("--new",))))
         if counts.get("fail"):
             bulk.append(("approve every failed trace", approve_command(results, extra=("--failed",))))
-    max_side = max([max(v["w"], v["h"]) for v in views] or [128])
-    strips = build_strip_views(results, views, serve)
+    strips = page["strips"] if "strips" in page else build_strip_views(results, views, serve)
+    max_side = max([max(v["w"], v["h"]) for v in views] + [max(s["w"], s["h"]) for s in strips] or [128])
     return _env().get_template("report.html.j2").render(
         strips=strips, failing_strips=sum(1 for s in strips if s["failing"]),
-        title=title, results=results, views=views, diff=diff, counts=counts, statuses=statuses,
-        head=counts_view(results),
+        title=title if count == 1 else f"{title} (page {number} of {count})", results=results, views=views,
+        diff=diff, counts=counts, statuses=statuses, head=counts_view(results),
         failed_with_image=sum(1 for v in views if v["status"] == "fail" and v["can_decide"]),
         labels=LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
         new_label="head" if diff else "new", golden_label="base" if diff else "golden",
+        root="" if number == 1 else "../", page_number=number, page_count=count,
+        pager=_pager(number, count) if count > 1 else [], row_files=page.get("row_files", 0),
+        match_limit=MATCH_LIMIT, total=counts.get("total", len(views)),
     )
+
+
+def _write_page(results: dict, out: Path, page: Page, count: int, serve: dict | None, extra: dict) -> list[dict]:
+    """Write one page (its cards' and filmstrips' images first); returns its views."""
+    prefix = "" if page.number == 1 else "../"
+    views = build_views(results, out, serve, page.traces, prefix)
+    strip_traces = [t for s in page.strips for t in s.frames]
+    strip_views = build_views(results, out, serve, strip_traces, prefix) if strip_traces else []
+    strips = build_strip_views(results, strip_views, serve, page.strips)
+    html = render_html(results, views, serve, {"number": page.number, "count": count, "strips": strips, **extra})
+    atomic_write(out / page_url(page.number), html.encode("utf-8"))
+    return views
+
+
+def _clear_pages(out: Path, count: int) -> None:
+    """Remove the pages and row files an earlier, larger report left in pages/."""
+    folder = out / "pages"
+    for f in folder.glob("*") if folder.is_dir() else ():
+        stem = f.name.split(".", 1)[0].removeprefix("rows-")
+        if f.suffix in (".html", ".js") and stem.isdigit() and int(stem) > (count if f.suffix == ".html" else -1):
+            f.unlink(missing_ok=True)
+
+
+def _markdown_views(results: dict, out: Path, order: list[dict], first: list[dict], limit: int) -> list[dict]:
+    """The views summary.md links images of: the landing page's, and the first `limit` new traces."""
+    have = {v["key"] for v in first}
+    fresh = [t for t in order if group_of(t["status"]) == "new" and t["key"] not in have][:limit]
+    return first + (build_views(results, out, None, fresh) if fresh else [])
 
 
 def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = None, image_base: str | None = None,
                  markdown_limit: int = 10, report_url: str | None = None) -> dict[str, Path]:
-    """Write the report folder (see farm.report); returns the paths of what it wrote."""
+    """Write the report folder (see farm.report; its pages: farm.report.pages); returns the paths of what
+    it wrote."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "static").mkdir(exist_ok=True)
     for f in STATIC.iterdir():
         if f.is_file():
-            _copy(f, out / "static" / f.name)
-    views = build_views(results, out, serve)
+            atomic_write(out / "static" / f.name, f.read_bytes())
+    order = sort_traces(results["traces"].values())
+    pages = plan_pages(order, filmstrips(results["traces"].values()))
+    _clear_pages(out, len(pages))
+    files = 0
+    if len(pages) > 1:
+        for n, text in row_files(pages, _anchor):
+            atomic_write(out / "pages" / f"rows-{n}.js", text.encode("ascii"))
+            files = n
+    models = sorted({t.get("model") or "" for t in order})
+    extra = {"models": models if len(models) <= MAX_MODEL_OPTIONS else [], "row_files": files}
+    first: list[dict] = []
+    for page in pages:
+        views = _write_page(results, out, page, len(pages), serve, extra)
+        first = views if page.number == 1 else first
     paths = {"html": out / "index.html", "junit": out / "junit.xml", "markdown": out / "summary.md",
              "results": out / "results.json"}
-    atomic_write(paths["html"], render_html(results, views, serve).encode("utf-8"))
-    atomic_write(paths["junit"], junit_xml(results, views, out).encode("utf-8"))
-    atomic_write(paths["markdown"], markdown_summary(results, views, image_base=image_base, limit=markdown_limit,
+    write_junit(paths["junit"], results, out)
+    md_views = _markdown_views(results, out, order, first, markdown_limit)
+    atomic_write(paths["markdown"], markdown_summary(results, md_views, image_base=image_base, limit=markdown_limit,
                                                      report_url=report_url).encode("utf-8"))
-    atomic_write(paths["results"], json_bytes(results))
+    write_chunks(paths["results"], json_wide_chunks(results, "traces"))
     return paths
 
 

@@ -41,9 +41,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from farm.compare.status import PASSING, outcome
+from farm.files import write_chunks
 from farm.plan.keys import parse_key
+from farm.report.images import heatmap_relpath, image_relpath
 
-__all__ = ["attachment_path", "case_names", "junit_xml"]
+__all__ = ["attachment_path", "case_names", "junit_chunks", "junit_xml", "write_junit"]
 
 _BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 NO_CLASS = "modelfarm"
@@ -88,15 +90,54 @@ def attachment_path(path: str | Path, environ=None) -> str:
     return str(p)
 
 
-def junit_xml(results: dict, views: list[dict] | None = None, out_dir: str | Path | None = None) -> str:
-    """The JUnit document of a comparison. `views` (farm.report.html.build_views) and `out_dir`
-    (the report folder they were copied into) give the attachments; without them there are none."""
-    traces = list(results["traces"].values())
+def _case(t: dict, kind: str, attachments: list[str]) -> ET.Element:
+    classname, name = case_names(t["key"])
+    case = ET.Element("testcase", classname=_x(classname), name=_x(name), time=_fmt(_seconds(t)))
+    message = t.get("reason") or t["status"]
+    if kind == "failure":
+        el = ET.SubElement(case, "failure", type=t["status"], message=_x(message))
+        el.text = _x(message)
+    elif kind == "error":
+        el = ET.SubElement(case, "error", type="error", message=_x(message))
+        el.text = _x(message)
+    elif kind == "skipped":
+        ET.SubElement(case, "skipped", message=_x(f"{t['status']}: {message}"))
+    out = {"status": t["status"], "match": t.get("match"), "metrics": t.get("metrics"),
+           "thresholds": t.get("thresholds"), "golden": (t.get("golden") or {}).get("digest"),
+           "env": t.get("env"), "render_s": t.get("render_s"), "compare_s": t.get("compare_s"),
+           "missing": t.get("missing") or []}
+    lines = [json.dumps(out, sort_keys=True, ensure_ascii=False)]
+    if t.get("missing"):
+        lines.append(f"missing assets (drawn as placeholders): {', '.join(t['missing'])}")
+    if t.get("golden_note"):
+        lines.append(t["golden_note"])
+    lines += [f"[[ATTACHMENT|{a}]]" for a in attachments]
+    ET.SubElement(case, "system-out").text = _x("\n".join(lines))
+    return case
+
+
+def _attachments(t: dict, out_dir: Path | None) -> list[str]:
+    """The images of a trace that is not a pass, in the report folder: new frame, golden, heatmap."""
+    if out_dir is None or t["status"] in PASSING:
+        return []
+    g = t.get("golden") or {}
+    paths = [image_relpath(t["png"]) if t.get("png") else None, image_relpath(g["png"]) if g.get("png") else None,
+             heatmap_relpath(t["diff_image"]) if t.get("diff_image") else None]
+    return [attachment_path(out_dir / p) for p in paths if p and (out_dir / p).is_file()]
+
+
+def junit_chunks(results: dict, out_dir: str | Path | None = None):
+    """The JUnit document of a comparison in pieces, one test case at a time (two passes over the
+    traces: the counts first). `out_dir`: the report folder its images were put in (the attachments;
+    without it there are none)."""
+    traces = results["traces"].values()
     allow_new = bool(results.get("allow_new"))
-    by_key = {v["key"]: v for v in views or []}
-    kinds = [outcome(t["status"], allow_new) for t in traces]
-    n = {k: kinds.count(k) for k in ("failure", "error", "skipped")}
-    total = sum(_seconds(t) for t in traces)
+    out_dir = Path(out_dir) if out_dir is not None else None
+    n = {"failure": 0, "error": 0, "skipped": 0, "passed": 0}
+    total = 0.0
+    for t in traces:
+        n[outcome(t["status"], allow_new)] = n.get(outcome(t["status"], allow_new), 0) + 1
+        total += _seconds(t)
     root = ET.Element("testsuites", name="modelfarm", tests=str(len(traces)), failures=str(n["failure"]),
                       errors=str(n["error"]), time=_fmt(total))
     suite = ET.SubElement(root, "testsuite", name=_x(results.get("job")), tests=str(len(traces)),
@@ -111,32 +152,22 @@ def junit_xml(results: dict, views: list[dict] | None = None, out_dir: str | Pat
         items += [("goldens", results.get("goldens")), ("allow_new", str(allow_new).lower())]
     for name, value in items:
         ET.SubElement(props, "property", name=name, value=_x(value))
-    for t, kind in zip(traces, kinds, strict=True):
-        classname, name = case_names(t["key"])
-        case = ET.SubElement(suite, "testcase", classname=_x(classname), name=_x(name), time=_fmt(_seconds(t)))
-        message = t.get("reason") or t["status"]
-        if kind == "failure":
-            el = ET.SubElement(case, "failure", type=t["status"], message=_x(message))
-            el.text = _x(message)
-        elif kind == "error":
-            el = ET.SubElement(case, "error", type="error", message=_x(message))
-            el.text = _x(message)
-        elif kind == "skipped":
-            ET.SubElement(case, "skipped", message=_x(f"{t['status']}: {message}"))
-        out = {"status": t["status"], "match": t.get("match"), "metrics": t.get("metrics"),
-               "thresholds": t.get("thresholds"), "golden": (t.get("golden") or {}).get("digest"),
-               "env": t.get("env"), "render_s": t.get("render_s"), "compare_s": t.get("compare_s"),
-               "missing": t.get("missing") or []}
-        lines = [json.dumps(out, sort_keys=True, ensure_ascii=False)]
-        if t.get("missing"):
-            lines.append(f"missing assets (drawn as placeholders): {', '.join(t['missing'])}")
-        if t.get("golden_note"):
-            lines.append(t["golden_note"])
-        v = by_key.get(t["key"])
-        if v is not None and out_dir is not None and t["status"] not in PASSING:
-            for src in (v.get("new_src"), v.get("golden_src"), v.get("diff_src")):
-                if src:
-                    lines.append(f"[[ATTACHMENT|{attachment_path(Path(out_dir) / src)}]]")
-        ET.SubElement(case, "system-out").text = _x("\n".join(lines))
     ET.indent(root, space=" ")
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    head = ET.tostring(root, encoding="unicode")
+    cut = head.index("</testsuite>")
+    yield '<?xml version="1.0" encoding="UTF-8"?>\n' + head[:cut].rstrip(" ")
+    for t in traces:
+        case = _case(t, outcome(t["status"], allow_new), _attachments(t, out_dir))
+        ET.indent(case, space=" ", level=2)
+        yield "  " + ET.tostring(case, encoding="unicode") + "\n"
+    yield " " + head[cut:] + "\n"
+
+
+def junit_xml(results: dict, out_dir: str | Path | None = None) -> str:
+    """The JUnit document of a comparison as one string (write_junit writes it in pieces)."""
+    return "".join(junit_chunks(results, out_dir))
+
+
+def write_junit(path: str | Path, results: dict, out_dir: str | Path | None = None) -> None:
+    """Write junit.xml in pieces (memory does not grow with the traces), atomically."""
+    write_chunks(path, junit_chunks(results, out_dir))

@@ -74,11 +74,11 @@ def _img_dir(base: str) -> str:
 
 
 def image_url(base: str | None, src: str | None) -> str | None:
-    """The link of a report image (`src` as the report names it: img/NAME) under `image_base`;
-    None without an absolute base (a relative link would break once posted)."""
+    """The link of a report image (`src` as the report names it: img/ab/NAME, farm.report.images) under
+    `image_base`; None without an absolute base (a relative link would break once posted)."""
     if not src or not published(base):
         return None
-    return _img_dir(base) + src.rsplit("/", 1)[-1]
+    return _img_dir(base) + (src.removeprefix("img/") if src.startswith("img/") else src.rsplit("/", 1)[-1])
 
 
 def report_link(image_base: str | None, report_url: str | None = None) -> str | None:

@@ -82,7 +82,7 @@ class JobState:
         if store.has_job(job_id):
             raise JobError(f"job {job_id!r} already exists in {store.location}; `farm retry {job_id} --failed`"
                            f" reruns its failed frames")
-        traces = {k: _planned(v) for k, v in plan.traces.items()}
+        traces = {k: _planned(v, in_place=True) for k, v in plan.traces.items()}  # the plan's dicts: one copy
         data = {
             "format": FORMAT, "job": job_id, "name": manifest.name, "manifest": str(manifest.path),
             "manifest_sha256": hashlib.sha256(manifest.text.encode("utf-8")).hexdigest()
@@ -279,10 +279,15 @@ class JobState:
                 if t["status"] == "failed" and t.get("cause") in RETRY_CANNOT_FIX}
 
 
-def _planned(trace: dict) -> dict:
-    """A planned trace's state: pending, or failed as planned (its model does not load: cause, error)."""
-    return {**trace, "status": "failed" if trace.get("cause") else "pending", "digest": None,
-            "error": trace.get("error"), "attempts": 0}
+def _planned(trace: dict, in_place: bool = False) -> dict:
+    """A planned trace's state: pending, or failed as planned (its model does not load: cause, error).
+    `in_place`: `trace` itself becomes it (a new job takes its plan's traces; no second million dicts)."""
+    state = {"status": "failed" if trace.get("cause") else "pending", "digest": None, "error": trace.get("error"),
+             "attempts": 0}
+    if in_place:
+        trace.update(state)
+        return trace
+    return {**trace, **state}
 
 
 # --------------------------------------------------------------------------------------------

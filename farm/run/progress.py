@@ -59,6 +59,7 @@ class Progress:
         self._lock = threading.Lock()
         self._running: dict[str, tuple[int, int]] = {}
         self._finished: dict[str, tuple[int, int]] = {}
+        self._sums = [0, 0]  # done, failed over _running and _finished together (kept per update: O(1))
         self._shown = 0
         self._bar = None
         self._file = file or sys.stderr
@@ -91,20 +92,29 @@ class Progress:
             return self._count(1)
 
     def _count(self, i: int) -> int:
-        return sum(v[i] for v in self._finished.values()) + sum(v[i] for v in self._running.values())
+        return self._sums[i]
+
+    def _move(self, old: tuple[int, int] | None, new: tuple[int, int]) -> None:
+        """Keep the sums as one batch's counts go from `old` (None: not counted yet) to `new`."""
+        for i in (0, 1):
+            self._sums[i] += new[i] - (old[i] if old else 0)
 
     def update(self, batch: str, done: int, failed: int = 0) -> None:
         """`done` frames of `batch` are finished so far (`failed` of them failed)."""
         with self._lock:
             if batch in self._finished:
                 return
-            self._running[batch] = (int(done), int(failed))
+            new = (int(done), int(failed))
+            self._move(self._running.get(batch), new)
+            self._running[batch] = new
             self._refresh()
 
     def finish(self, batch: str, done: int, failed: int = 0) -> None:
         with self._lock:
-            self._running.pop(batch, None)
-            self._finished[batch] = (int(done), int(failed))
+            new = (int(done), int(failed))
+            self._move(self._running.pop(batch, None), (0, 0))
+            self._move(self._finished.get(batch), new)
+            self._finished[batch] = new
             self._refresh()
 
     def _refresh(self) -> None:
@@ -115,8 +125,7 @@ class Progress:
         if n > self._shown:
             self._bar.update(n - self._shown)
             self._shown = n
-        failed = sum(v[1] for v in self._finished.values()) + sum(v[1] for v in self._running.values())
-        self._bar.set_postfix(failed=failed, refresh=False)
+        self._bar.set_postfix(failed=self._count(1), refresh=False)
         self._bar.refresh()
 
     # --- plain lines (not a terminal)

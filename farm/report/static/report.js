@@ -78,9 +78,15 @@
     });
     var select = document.getElementById("model-filter");
     var model = select ? select.value : "";
+    var search = document.getElementById("search");
+    var query = search ? search.value.trim().toLowerCase() : "";
     var shown = 0;
+    function found(text) {
+      return !query || (text || "").toLowerCase().indexOf(query) >= 0;
+    }
     function visible(el) {
-      return wanted[el.getAttribute("data-status")] !== false && (!model || el.getAttribute("data-model") === model);
+      return wanted[el.getAttribute("data-status")] !== false && (!model || el.getAttribute("data-model") === model) &&
+        found(el.getAttribute("data-key"));
     }
     sections.forEach(function (s) {
       var ok = visible(s);
@@ -94,7 +100,8 @@
       var some = (strip.getAttribute("data-statuses") || "").split(" ").some(function (st) {
         return wanted[st] !== false;
       });
-      strip.hidden = !(some && (!model || strip.getAttribute("data-model") === model));
+      strip.hidden = !(some && (!model || strip.getAttribute("data-model") === model) &&
+        found(strip.getAttribute("data-strip")));
     });
     var counter = document.getElementById("shown-count");
     if (counter) {
@@ -526,6 +533,10 @@
   var modelFilter = document.getElementById("model-filter");
   if (modelFilter) {
     modelFilter.addEventListener("change", applyFilters);
+  }
+  var searchBox = document.getElementById("search");
+  if (searchBox) {
+    searchBox.addEventListener("input", applyFilters);
   }
   var zoom = document.getElementById("zoom");
   if (zoom) {
