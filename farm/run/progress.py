@@ -59,6 +59,7 @@ class Progress:
         self._lock = threading.Lock()
         self._running: dict[str, tuple[int, int]] = {}
         self._finished: dict[str, tuple[int, int]] = {}
+        self._finished_sum = [0, 0]  # done, failed over _finished: an update costs O(running), not O(finished)
         self._shown = 0
         self._bar = None
         self._file = file or sys.stderr
@@ -91,7 +92,7 @@ class Progress:
             return self._count(1)
 
     def _count(self, i: int) -> int:
-        return sum(v[i] for v in self._finished.values()) + sum(v[i] for v in self._running.values())
+        return self._finished_sum[i] + sum(v[i] for v in self._running.values())
 
     def update(self, batch: str, done: int, failed: int = 0) -> None:
         """`done` frames of `batch` are finished so far (`failed` of them failed)."""
@@ -104,7 +105,10 @@ class Progress:
     def finish(self, batch: str, done: int, failed: int = 0) -> None:
         with self._lock:
             self._running.pop(batch, None)
+            old = self._finished.get(batch, (0, 0))
             self._finished[batch] = (int(done), int(failed))
+            self._finished_sum[0] += int(done) - old[0]
+            self._finished_sum[1] += int(failed) - old[1]
             self._refresh()
 
     def _refresh(self) -> None:
@@ -115,8 +119,7 @@ class Progress:
         if n > self._shown:
             self._bar.update(n - self._shown)
             self._shown = n
-        failed = sum(v[1] for v in self._finished.values()) + sum(v[1] for v in self._running.values())
-        self._bar.set_postfix(failed=failed, refresh=False)
+        self._bar.set_postfix(failed=self._count(1), refresh=False)
         self._bar.refresh()
 
     # --- plain lines (not a terminal)
