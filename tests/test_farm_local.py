@@ -224,6 +224,35 @@ def test_processes_are_recycled_after_max_tasks_and_the_run_ends(job_dir):
     assert max(per_process.values()) <= 2 and len(per_process) >= len(report["pids"]) / 2, per_process
 
 
+@pytest.mark.parametrize("memory_kib, recycled", [("1", True), ("0", False)])
+def test_processes_are_recycled_on_memory_not_by_count(job_dir, memory_kib, recycled):
+    """The local pool recycles a process when its peak memory passes FARM_MAX_MEMORY_PER_CHILD (1 KiB:
+    after every batch), never by count alone (FARM_MAX_TASKS_PER_CHILD unset: Celery's default of 100
+    is not the pool's): with the memory bound off, one process renders every batch."""
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from farm.run.jobs import run_job
+        from renderer.png import read_png
+        job = run_job({str(job_dir / "job.toml")!r}, out={str(job_dir / "out")!r}, workers=1, progress=False)
+        pids = [read_png(job.store.image_path(t["digest"]))[1]["gl"]["pid"] for t in job.traces.values()
+                if t["status"] == "done"]
+        print(json.dumps({{"counts": job.counts(), "batches": len(job.batches), "pids": pids}}))
+    """)
+    env = {**os.environ, "FARM_RENDERER": "test_farm_local:EnvRenderer", "FARM_BATCH_FRAMES": "1",
+           "FARM_MAX_MEMORY_PER_CHILD": memory_kib}
+    env.pop("FARM_MAX_TASKS_PER_CHILD", None)
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert report["counts"]["pending"] == 0 and report["batches"] >= 7, report
+    per_process = {pid: report["pids"].count(pid) for pid in report["pids"]}
+    if recycled:  # a fresh pool after each batch; the executor may have handed a process 1-2 more already
+        assert len(per_process) >= len(report["pids"]) / 4 and max(per_process.values()) <= 4, per_process
+    else:
+        assert len(per_process) == 1, per_process
+
+
 def test_parent_never_loads_gl_and_children_split_the_cores(job_dir):
     real_renderer()
     code = textwrap.dedent(f"""

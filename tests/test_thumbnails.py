@@ -3,6 +3,7 @@ index.json and index.html, contact sheets, incremental runs, and resuming a run 
 
 from __future__ import annotations
 
+import hashlib
 import html.parser
 import json
 import math
@@ -111,9 +112,18 @@ def test_find_models_order_ids_and_asset_roots(tmp_path):
     (out / "thumbs").mkdir(parents=True)
     (out / "thumbs" / "old.mdx").write_bytes(b"x")  # inside the output folder: never a model
     found = find_models([a, b, a / "sub"], exclude=[out])
-    assert [f.id for f in found] == ["maps/B.mdx", "maps/Y.MDL", "maps/sub/deep/w.GBXMODEL", "maps/sub/x.Model",
-                                     "maps/z.mdx", "maps-2/q.mdx"]  # a/sub overlaps a: nothing twice
+    la, lb = (f"maps~{hashlib.sha256(str(r).encode()).hexdigest()[:8]}" for r in (a, b))  # one name: path hashes
+    assert [f.id for f in found] == [f"{la}/B.mdx", f"{la}/Y.MDL", f"{la}/sub/deep/w.GBXMODEL", f"{la}/sub/x.Model",
+                                     f"{la}/z.mdx", f"{lb}/q.mdx"]  # a/sub overlaps a: nothing twice
     assert {Path(f.rel).suffix.lower() for f in found} <= set(EXTENSIONS)
+    # the ids do not depend on the order of the roots
+    assert {f.id for f in find_models([b, a], exclude=[out])} == {f.id for f in found}
+    assert [f.id for f in find_models([b], exclude=[out])] == ["maps/q.mdx"]  # a name alone: kept as it is
+    named = find_models([a / "sub", b], names=["units", "props"])
+    assert [f.id for f in named] == ["units/deep/w.GBXMODEL", "units/x.Model", "props/q.mdx"]
+    for bad in (["one"], ["x", "x"], ["a/b", "c"]):
+        with pytest.raises(ValueError, match="--name"):
+            find_models([a, b], names=bad)
     w = found[2]
     assert asset_roots_for(w, [a, b], [tmp_path]) == [str(a / "sub"), str(a), str(b), str(tmp_path)]
     with pytest.raises(ValueError, match="no such folder"):
@@ -167,12 +177,14 @@ def test_corpus_thumbnails_and_placeholders(corpus_run):
     assert (sheet == (96, 24, 24, 255)).all(axis=2).sum() > 1000
 
 
-def test_corpus_rerun_renders_only_the_failed(corpus_run):
+def test_corpus_rerun_renders_nothing(corpus_run):
     out, first = corpus_run
     before = (out / "index.json").read_bytes()
     sheet_mtime = (out / "sheets" / "sheet-0001.png").stat().st_mtime_ns
     again = make_thumbnails([CORPUS], out, ThumbnailOptions(size=96, sheet=64), workers=2, progress=False)
-    assert sorted(again.rendered) == sorted(first.failed) and again.skipped == first.models - len(first.failed)
+    # every corpus failure is the model's own (cause "model"): unchanged, none is tried again
+    assert again.rendered == [] and again.kept_failed == len(first.failed) and not again.outside
+    assert again.skipped == first.models - len(first.failed) and again.failed == first.failed
     assert (out / "index.json").read_bytes() == before  # no times in it: the same bytes
     assert again.sheets_written == 0 and (out / "sheets" / "sheet-0001.png").stat().st_mtime_ns == sheet_mtime
     assert not (out / ".farm" / "journal.jsonl").exists() and not (out / ".farm" / "jobs").exists()
@@ -260,8 +272,16 @@ def test_incremental_runs(models, tmp_path):
     first = make_thumbnails([models], out, opts, workers=1, progress=False)
     assert len(first.rendered) == 6 and list(first.failed) == ["models/broken.mdx"]
     crate = (out / "thumbs/models/crate.mdx.png").read_bytes()
-    # Nothing changed: only the failed model is tried again.
-    assert make_thumbnails([models], out, opts, workers=1, progress=False).rendered == ["models/broken.mdx"]
+    broken = entries(out)["models/broken.mdx"]
+    assert broken["cause"] == "model" and broken["sha256"] and entries(out)["models/crate.mdx"]["cause"] is None
+    # Nothing changed: nothing renders, not even the model that failed (it would fail the same way);
+    # the index keeps its failure, and --retry-failed tries it again.
+    second = make_thumbnails([models], out, opts, workers=1, progress=False)
+    assert second.rendered == [] and second.kept_failed == 1 and list(second.failed) == ["models/broken.mdx"]
+    assert entries(out)["models/broken.mdx"] == broken and not second.outside
+    assert "1 failed, 1 of them unchanged since they failed (--retry-failed)" in second.text()
+    retried = make_thumbnails([models], out, opts, workers=1, progress=False, retry_failed=True)
+    assert retried.rendered == ["models/broken.mdx"] and retried.kept_failed == 0
     # The broken model is fixed and another one edited: only those two render.
     shutil.copy(models / "crate.mdx", models / "broken.mdx")
     shutil.copy(models / "filter_modes.mdx", models / "effects.mdx")

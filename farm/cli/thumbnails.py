@@ -7,6 +7,7 @@ import sys
 from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
 from farm.images import IMAGE_FORMATS
 from farm.look import CAMERA_HELP
+from farm.run.inputs import INPUT_MODES
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.run import THUMBNAIL_RENDER
 from farm.thumbs.state import StateLocked
@@ -20,7 +21,9 @@ EXAMPLES = {"thumbnails": ["farm thumbnails assets/war3 assets/halo -o thumbs-ou
 
 def cmd_thumbnails(args) -> int:
     """Thumbnails of every model under the roots (farm.thumbs); exit 0 even when some models fail
-    (they get placeholder tiles and are listed), 1 with --strict, 2 for bad arguments."""
+    for a reason of their own (they get placeholder tiles and are listed; 1 with --strict), 1 when
+    any failed for a reason outside the model (an input a worker could not read, a lost worker, a
+    store error), 2 for bad arguments."""
     # a bad setting (--camera a|b) is a SettingError: the CLI's error guard (farm.cli._run) says it, exit 2
     render = THUMBNAIL_RENDER.replace(team=args.team, msaa=args.msaa, missing_textures=args.missing_textures,
                                       game=tuple(args.game), camera=args.camera)
@@ -29,16 +32,17 @@ def cmd_thumbnails(args) -> int:
                             sheet=args.sheet, assets=tuple(args.assets), render=render)
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
-                                  listfile=args.listfile,
-                                  progress=False if args.no_progress else None, force=args.force)
+                                  listfile=args.listfile, progress=False if args.no_progress else None,
+                                  force=args.force, retry_failed=args.retry_failed, names=args.name or None,
+                                  inputs=args.inputs)
     except (ThumbnailError, StateLocked) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("farm thumbnails: interrupted; run the same command again to render the rest", file=sys.stderr)
         return 130
-    print(summary.text())
-    return 1 if args.strict and summary.failed else 0
+    print(summary.text(verbose=getattr(args, "verbose", 0) > 0))
+    return 1 if summary.outside or (args.strict and summary.failed) else 0
 
 
 def add_parsers(sub) -> None:
@@ -73,6 +77,16 @@ def add_parsers(sub) -> None:
     s.add_argument("--missing-textures", choices=MISSING_MODES, default=DEFAULT_MISSING_TEXTURES,
                    help=f"what a texture that cannot be found is drawn as (default {DEFAULT_MISSING_TEXTURES})")
     s.add_argument("--force", action="store_true", help="render every model, even those up to date")
+    s.add_argument("--retry-failed", action="store_true",
+                   help="try again the models that failed for a reason of their own and have not changed since"
+                        " (without it they keep their failure; failures outside the model are always tried again)")
+    s.add_argument("--name", action="append", default=[], metavar="LABEL",
+                   help="the label of each ROOT in the models' ids, once per ROOT in their order (default: the"
+                        " folder's name; two roots with one name get a hash of their path)")
+    s.add_argument("--inputs", choices=INPUT_MODES, default=None,
+                   help="auto (default: travel with an s3:// --out), travel (the models and their textures go"
+                        " through the store, for workers that see only the bucket) or shared (workers open them"
+                        " at their paths)")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
                                     " process pool)")

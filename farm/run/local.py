@@ -7,8 +7,13 @@ cores // workers, then one renderer with one GL context), and `farm.run.execute.
 batch, exactly as a Celery worker process does, so both give the same bytes. The parent only
 plans, collects results and draws the progress bar; it never loads GL.
 
-Children report frame counts through a queue (for the bar) and return each batch's result.
-``FARM_MAX_TASKS_PER_CHILD`` recycles processes as Celery does, per pool rather than per process: a
+Children report frame counts through a queue (for the bar) and return each batch's result, with
+their peak resident memory. Processes are recycled on memory growth, per pool rather than per
+process: once a child's peak passes ``FARM_MAX_MEMORY_PER_CHILD`` (KiB, as Celery's
+worker_max_memory_per_child), the batches not started yet go to a fresh pool; a process that keeps
+its memory keeps running (a fresh process costs a spawn, imports and a GL context: at one model a
+batch, recycling every 100 batches cost a third of a thumbnail run). ``FARM_MAX_TASKS_PER_CHILD``,
+when set in the environment, also bounds a pool by count as Celery does: a
 pool of n runs at most n times that many batches, and the rest go to a fresh pool (the executor's own
 max_tasks_per_child deadlocks on Python 3.11-3.13 once a process reaches it with batches still queued,
 CPython gh-115634: a local run of more than 100 batches a process never ended). Each pool has
@@ -28,6 +33,7 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import queue as queue_mod
+import resource
 import signal
 import threading
 import time
@@ -47,6 +53,7 @@ __all__ = ["default_workers", "run_local"]
 log = logging.getLogger("farm.run.local")
 START_METHOD = "spawn"
 TRANSIENT_RETRIES = 2
+RSS_KEY = "_child_maxrss_kib"  # beside a child's result: its peak resident memory, for recycling
 
 _queue = None  # in a child: where frame counts go
 
@@ -76,8 +83,10 @@ def _run_batch(job_id: str, batch: dict, location: str, max_deliveries: int) -> 
         if _queue is not None:
             _queue.put((b.id, done, failed))
 
-    return render_batch(b, worker.get_renderer, open_store(location), job_id, on_frame=on_frame,
-                        max_deliveries=max_deliveries).to_dict(times=True)
+    out = render_batch(b, worker.get_renderer, open_store(location), job_id, on_frame=on_frame,
+                       max_deliveries=max_deliveries).to_dict(times=True)
+    out[RSS_KEY] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux: the process's peak
+    return out
 
 
 # --- in the parent
@@ -100,7 +109,10 @@ class _LocalRun:
         self.job_id, self.store, self.on_result = job_id, store, on_result
         self.progress, self.renderer = progress, renderer
         self.max_deliveries = max_deliveries or env_int("FARM_MAX_DELIVERIES")
-        self.max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD") or None  # FARM_VARIABLES: 100, as in Celery
+        # by count only when asked (Celery's default of 100 is for Celery's workers); by memory always
+        self.max_tasks = env_int("FARM_MAX_TASKS_PER_CHILD", default=None) or None
+        self.max_memory_kib = env_int("FARM_MAX_MEMORY_PER_CHILD") or None
+        self.recycle = False  # a child of the current pool passed max_memory_kib: the rest go to a fresh pool
         self.ctx = mp.get_context(START_METHOD)
         self.seen: dict[str, float] = {}  # batch id -> when a worker last reported it (started, or a frame)
         frame_s = Budgets.from_env().frame_seconds
@@ -180,6 +192,7 @@ class _LocalRun:
         futures = {executor.submit(_run_batch, self.job_id, self.remaining[i].to_dict(), self.store.location,
                                    self.max_deliveries): i for i in ids}
         broken = killed = False
+        self.recycle = False
         try:
             pending = set(futures)
             while pending:
@@ -189,7 +202,11 @@ class _LocalRun:
                     self.stop_stuck(executor, stuck)
                     killed = True
                 for fut in done:
-                    broken = self.collect(fut, futures[fut]) or broken
+                    if not fut.cancelled():  # a cancelled one (recycling) is still remaining: the next pool's
+                        broken = self.collect(fut, futures[fut]) or broken
+                if self.recycle:
+                    for fut in pending:
+                        fut.cancel()  # those not started; the running ones finish in this pool
         except BaseException:
             killed = True
             _kill(executor)
@@ -219,7 +236,13 @@ class _LocalRun:
         """One finished future: its result recorded (or the batch failed); True when the pool broke."""
         result, broken = None, False
         try:
-            result = BatchResult.from_dict(fut.result())
+            d = fut.result()
+            rss = d.pop(RSS_KEY, 0)
+            if self.max_memory_kib and rss > self.max_memory_kib and not self.recycle:
+                log.info("a worker process reached %d KiB (FARM_MAX_MEMORY_PER_CHILD %d): a fresh pool for"
+                         " the batches not started", rss, self.max_memory_kib)
+                self.recycle = True
+            result = BatchResult.from_dict(d)
         except BrokenProcessPool:
             broken = True
         except TransientError as e:

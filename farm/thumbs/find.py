@@ -8,14 +8,16 @@ links to files are taken). Order: the roots in the order given, then each root's
 their path relative to the root (code point order, '/' separated). A file reached from two
 overlapping roots is listed once, under the first. The output folder is never walked.
 
-A model's id is ``LABEL/PATH``: LABEL names its root (the root folder's own name, with ``-2``,
-``-3`` ... when two roots share a name), PATH is the model's path under the root. Ids name the
+A model's id is ``LABEL/PATH``: LABEL names its root (``--name`` when given, else the root folder's
+own name; when two roots share a name, each gets ``~`` and a hash of its absolute path, so no
+label depends on the order of the roots), PATH is the model's path under the root. Ids name the
 thumbnails (``thumbs/<id>.png``), the index entries and the incremental state, so they must not
 change between runs of the same command.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,16 +64,20 @@ def _archive_models(path: Path, rel: str, listfile=None) -> tuple[list[tuple[str
             for s in sources], None
 
 
-def root_labels(roots: list[Path]) -> list[str]:
-    labels: list[str] = []
-    for root in roots:
-        base = root.name or "root"
-        label, n = base, 1
-        while label in labels:
-            n += 1
-            label = f"{base}-{n}"
-        labels.append(label)
-    return labels
+def root_labels(roots: list[Path], names: list[str] | None = None) -> list[str]:
+    """Each root's label: its name from `names` (--name, one per root), else its folder's name, and
+    for a name two roots share, ``NAME~`` and 8 hex of the sha256 of the root's absolute path (the
+    same whatever the order of the roots). Two equal explicit names are a FindError."""
+    if names:
+        if len(names) != len(roots):
+            raise FindError(f"--name: {len(names)} name(s) for {len(roots)} root(s); give one per root")
+        if len(set(names)) != len(names) or not all(n and "/" not in n for n in names):
+            raise FindError("--name: every root needs its own non-empty name without '/'")
+        return list(names)
+    bases = [root.name or "root" for root in roots]
+    return [base if bases.count(base) == 1 else
+            f"{base}~{hashlib.sha256(str(Path(root).absolute()).encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
+            for base, root in zip(bases, roots, strict=True)]
 
 
 def _folder_of(root: Path) -> Path:
@@ -79,7 +85,7 @@ def _folder_of(root: Path) -> Path:
 
 
 def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfile=None,
-                errors: list[str] | None = None) -> list[Found]:
+                errors: list[str] | None = None, names: list[str] | None = None) -> list[Found]:
     """Every model file under `roots`, and every model inside the map and MPQ archives there
     (`maps/keep.w3x:war3mapImported/Ghost.mdx`); an archive that cannot be listed (no (listfile)
     and no `listfile` given) is named in `errors` instead."""
@@ -95,7 +101,7 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
             raise FindError(f"{r}: not a folder")
         resolved.append(p)
     skip = {os.path.realpath(x) for x in exclude}
-    labels = root_labels([_folder_of(p) for p in resolved])
+    labels = root_labels([_folder_of(p) for p in resolved], names)
     seen: set[str] = set()
     out: list[Found] = []
     for root, label in zip(resolved, labels, strict=True):

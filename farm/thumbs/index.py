@@ -26,7 +26,8 @@ __all__ = ["ENTRY_KEYS", "FORMAT", "render_html", "write_index"]
 
 FORMAT = "modelfarm.thumbnails/1"
 ENTRY_KEYS = (
-    "id", "root", "path", "file", "name", "model_format", "status", "error", "thumbnail", "sidecar", "image_sha256",
+    "id", "root", "path", "file", "name", "model_format", "status", "error", "cause", "thumbnail", "sidecar",
+    "digest_thumbnail", "image_sha256",
     "sha256", "sequence", "sequence_index", "sequence_rule", "time_ms", "sequences", "geosets", "vertices",
     "triangles", "camera_source", "diagnostic_count", "diagnostics", "sheet", "missing", "blank",
     "animation", "animation_sidecar", "animation_sha256",

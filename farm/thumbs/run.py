@@ -13,10 +13,16 @@ folder itself, from the images the workers return:
     DIR/index.json, index.html   every model, failed ones with their error
     DIR/.farm/                   incremental state, journal, lock, temporary files
 
+    DIR/by-sha256/<model sha256>-<options>.png   the same image under the model's content digest and
+                                 the options' fingerprint (index.json: digest_thumbnail): a key a CDN may cache
+
 A model is skipped when its file's sha256 and the options fingerprint equal its record and its
-thumbnail (and animation) is still there. Failed models are always tried again (a broken model fails at load, in
-milliseconds; a worker that died may not die twice). Thumbnails of models that are gone, or that
-now fail, are removed; nothing else in DIR is touched.
+thumbnail (and animation) is still there. A model that failed for a reason of its own (cause
+"model", farm.thumbs.work.CAUSES) is skipped the same way when its bytes, options and inputs are
+unchanged since that failure (its entry keeps the failure); `--retry-failed` tries it again. Failures
+outside the model (an input a worker could not read, a lost worker) are tried again on every run,
+and leave the run's exit status 1. Thumbnails of models that are gone, or that now fail, are
+removed; nothing else in DIR is touched.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from farm.look import DEFAULT_CAMERA
 from farm.plan.batches import Batch, model_digest
 from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
+from farm.run.inputs import INPUT_MODES, publish, travels
 from farm.run.progress import Progress
 from farm.settings import RenderSettings, SettingError, check_assets, check_game, check_size
 from farm.store import is_url, open_store
@@ -45,7 +52,7 @@ from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
 from farm.thumbs.state import FILE_KEYS, State, fingerprint
-from farm.thumbs.work import animation_keys
+from farm.thumbs.work import OUTSIDE, animation_keys
 from renderer.assets import read_source
 from renderer.assets.paths import safe_relative
 from renderer.errors import FormatError
@@ -56,6 +63,7 @@ __all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
 
 THUMBNAIL_VERSION = 1  # bump when what a thumbnail shows changes for the same options
 MAX_ANIMATION_FRAMES = 240  # --frames: at most this many frames in an animated thumbnail
+DIGEST_FOLDER = "by-sha256"  # DIR/by-sha256/<model sha256>-<options fingerprint>.<format>: content-keyed copies
 
 
 class ThumbnailError(ValueError):
@@ -110,7 +118,10 @@ class Summary:
     rendered: list[str] = field(default_factory=list)  # ids rendered this run (done or failed)
     skipped: int = 0  # up to date
     failed: dict[str, str] = field(default_factory=dict)  # id -> error, for every model failing now
+    causes: dict[str, str] = field(default_factory=dict)  # id -> cause (farm.thumbs.work.CAUSES), for the failed
+    kept_failed: int = 0  # failed before for a reason of their own, unchanged since: not tried again
     blank: dict[str, str] = field(default_factory=dict)  # id -> farm.look.blank_warning, for every blank thumbnail
+    warnings: dict[str, list] = field(default_factory=dict)  # id -> [missing names, diagnostics], rendered now
     sheets_written: int = 0
     listing_errors: list[str] = field(default_factory=list)  # archives whose models could not be listed
     seconds: float = 0.0
@@ -121,24 +132,51 @@ class Summary:
     def done(self) -> int:
         return self.models - len(self.failed)
 
-    def text(self, limit: int = 20) -> str:
-        lines = [f"thumbnails: {self.models} models: {len(self.rendered) - len(self.failed)} rendered,"
-                 f" {self.skipped} up to date, {len(self.failed)} failed ({self.mode}, {self.seconds:.1f} s)"
-                 f" -> {self.shown or self.out / 'index.html'}"]
+    @property
+    def outside(self) -> list[str]:
+        """The models failing for a reason outside the model (an input not read, a lost worker)."""
+        return [i for i in self.failed if self.causes.get(i) in OUTSIDE]
+
+    def text(self, limit: int = 20, verbose: bool = False) -> str:
+        kept = f", {self.kept_failed} of them unchanged since they failed (--retry-failed)" if self.kept_failed else ""
+        lines = [f"thumbnails: {self.models} models: {len(self.rendered) - len(self.failed) + self.kept_failed}"
+                 f" rendered, {self.skipped} up to date, {len(self.failed)} failed{kept}"
+                 f" ({self.mode}, {self.seconds:.1f} s) -> {self.shown or self.out / 'index.html'}"]
         for e in self.listing_errors:
             lines.append(f"warning: {e}")
         if self.failed:
             lines.append("failed (placeholder tiles, errors in index.json):")
             for model_id, error in list(self.failed.items())[:limit]:
-                lines.append(f"  {model_id}: {error}")
+                cause = self.causes.get(model_id)
+                lines.append(f"  {model_id}: {error}" + (f" [{cause}: not the model's fault]" if cause in OUTSIDE
+                                                         else ""))
             if len(self.failed) > limit:
                 lines.append(f"  ... and {len(self.failed) - limit} more")
+        lines.extend(self._warning_lines(limit, verbose))
         for warning in list(self.blank.values())[:limit]:
             lines.append(f"warning: {warning}")
         if len(self.blank) > limit:
             lines.append(f"warning: ... and {len(self.blank) - limit} more blank thumbnails (index.json: blank)")
         # printable anywhere: a name from bytes that are not UTF-8 shows its \udcXX escapes (as index.json)
         return "\n".join(lines).encode("utf-8", "backslashreplace").decode("utf-8")
+
+    def _warning_lines(self, limit: int, verbose: bool) -> list[str]:
+        """One line per model rendered with warnings, with counts (index.json and the sidecar hold
+        them); `verbose` (-v): every one of them, each on its own line."""
+        lines = []
+        for model_id, (missing, diagnostics, count) in list(self.warnings.items())[:None if verbose else limit]:
+            parts = [f"{len(missing)} texture(s) not found"] if missing else []
+            others = count - len(missing)
+            if others > 0:
+                parts.append(f"{others} other diagnostic(s)")
+            if parts:
+                more = "" if verbose else " (index.json; -v lists them)"
+                lines.append(f"warning: {model_id}: {', '.join(parts)}{more}")
+            if verbose:
+                lines.extend(f"  {d.get('where', '')}: {d.get('message', '')}" for d in diagnostics)
+        if not verbose and len(self.warnings) > limit:
+            lines.append(f"warning: ... and {len(self.warnings) - limit} more models with warnings (index.json)")
+        return lines
 
 
 def _thumb_rel(model_id: str, fmt: str) -> str:
@@ -187,7 +225,7 @@ def inputs_unchanged(inputs: dict[str, str], seen: dict[str, str | None]) -> boo
 
 def _inside(out: Path, rel: str) -> Path | None:
     p = (out / rel).resolve()
-    return p if p.is_relative_to(out.resolve() / "thumbs") or p.is_relative_to(out.resolve() / "sheets") else None
+    return p if any(p.is_relative_to(out.resolve() / d) for d in ("thumbs", "sheets", DIGEST_FOLDER)) else None
 
 
 def _entry(found: Found, rec: dict | None) -> dict:
@@ -196,30 +234,39 @@ def _entry(found: Found, rec: dict | None) -> dict:
     e.update(id=found.id, root=str(found.root), path=found.rel, file=Path(found.rel).name,
              status=rec.get("status") or "failed")
     if e["status"] != "done":
-        e.update(thumbnail=None, sidecar=None, image_sha256=None, **_NO_ANIMATION)
+        e.update(thumbnail=None, sidecar=None, image_sha256=None, digest_thumbnail=None, **_NO_ANIMATION)
         e["error"] = rec.get("error") or "not rendered (the run stopped before this model)"
+        e["cause"] = rec.get("cause") or ("worker" if not rec else "model")
+    else:
+        e["cause"] = None
     return e
 
 
 def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOptions | None = None,
                     broker: str | None = None, workers: int | None = None, progress: bool | None = None,
-                    force: bool = False, listfile: str | Path | None = None) -> Summary:
+                    force: bool = False, listfile: str | Path | None = None, retry_failed: bool = False,
+                    names: list[str] | None = None, inputs: str | None = None, _runner: str | None = None) -> Summary:
     """Thumbnails of every model under `roots` in `out` (see the module docstring); `listfile` names
-    the entries of archives that carry no (listfile) of their own."""
+    the entries of archives that carry no (listfile) of their own; `names` labels the roots (one
+    each, farm.thumbs.find); `inputs` (auto, travel, shared; else FARM_INPUTS) says whether the
+    models' inputs travel through the store to the workers (farm.run.inputs; auto: with an s3://
+    output)."""
     opts = opts or ThumbnailOptions()
     opts.check()
     if not roots:
         raise ThumbnailError("name at least one folder to look for models in")
+    if inputs is not None and inputs not in INPUT_MODES:
+        raise ThumbnailError(f"--inputs must be one of {', '.join(INPUT_MODES)}, not {inputs!r}")
     if is_url(out):
-        return _into_store(str(out), lambda folder: make_thumbnails(roots, folder, opts, broker, workers, progress,
-                                                                   force, listfile))
+        return _into_store(str(out), lambda folder, runner: make_thumbnails(
+            roots, folder, opts, broker, workers, progress, force, listfile, retry_failed, names, inputs, runner))
     out = Path(out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     broker = broker_url(broker, reach=True)
     summary = Summary(out, mode=mode(broker))
     try:
-        found = find_models(roots, exclude=[out], errors=summary.listing_errors, listfile=listfile)
+        found = find_models(roots, exclude=[out], errors=summary.listing_errors, listfile=listfile, names=names)
     except ValueError as e:
         raise ThumbnailError(str(e)) from None
     root_folders = [Path(r).absolute() for r in roots]
@@ -229,7 +276,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     try:
         state.load()
         summary.models = len(found)
-        todo, fps = _plan(found, out, opts, state, summary, force, root_folders, extra_assets)
+        todo, fps = _plan(found, out, opts, state, summary, force, root_folders, extra_assets, retry=retry_failed)
         # Sheet by sheet (a sheet is drawn as soon as its models are done), largest files first
         # within a sheet (the last models to finish are small ones: less idle time at the end).
         sizes = {f.id: f.size for f in found}
@@ -237,17 +284,20 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
         try:
             todo.sort(key=lambda b: (sheets.group_of.get(b.model_rel, 0), -sizes[b.model_rel], b.model_rel))
             if todo:
+                runner = open_store(_runner or state.folder)  # the runner's delivery counts, travelling inputs
+                _publish(todo, runner, inputs)
                 _run(todo, out, opts, state, fps, summary, broker, workers,
-                     Progress(len(todo), enabled=progress, desc="thumbnails"), on_recorded=sheets.result)
+                     Progress(len(todo), enabled=progress, desc="thumbnails"), runner, on_recorded=sheets.result)
             entries = _finish(found, out, opts, state)
             summary.failed = {e["id"]: e["error"] for e in entries if e["status"] != "done"}
+            summary.causes = {e["id"]: e["cause"] or "model" for e in entries if e["status"] != "done"}
             summary.blank = {e["id"]: e["blank"] for e in entries if e["status"] == "done" and e.get("blank")}
             summary.sheets_written = sheets.finish(entries)
         except BaseException:
             sheets.close()
             raise
         doc = _index_doc(opts, root_folders, extra_assets, entries, state)
-        labels = root_labels([r.parent if r.is_file() else r for r in root_folders])
+        labels = root_labels([r.parent if r.is_file() else r for r in root_folders], names)
         write_index(out, doc, state.tmp, title="Thumbnails: " + ", ".join(labels))
         state.compact([f.id for f in found])
         try:
@@ -260,10 +310,23 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     return summary
 
 
+def _publish(batches: list[Batch], store, inputs: str | None) -> None:
+    """With travelling inputs (farm.run.inputs.travels: --inputs travel, or auto with an s3://
+    output), every model's inputs go into the store before its batch is sent."""
+    try:
+        travel = travels(store, inputs)
+    except SettingError as e:
+        raise ThumbnailError(str(e)) from None
+    if travel:
+        publish(batches, store)
+
+
 def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summary, force: bool,
-          root_folders: list[Path], extra_assets: list[Path]) -> tuple[list[Batch], dict[str, str]]:
-    """The batches of the models to render (not skipped as up to date; a model that cannot be read
-    is recorded failed here) and every model's options fingerprint."""
+          root_folders: list[Path], extra_assets: list[Path], retry: bool = False
+          ) -> tuple[list[Batch], dict[str, str]]:
+    """The batches of the models to render (not skipped as up to date, nor as failed for their own
+    reason with nothing changed since, unless `retry`; a model that cannot be read is recorded
+    failed here, cause "input") and every model's options fingerprint."""
     todo: list[Batch] = []
     fps: dict[str, str] = {}
     seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
@@ -274,15 +337,19 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summa
             digest = model_digest(str(f.path))
         except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
             error = str(e) if isinstance(e, FormatError) else f"{f.path}: cannot read: {e.strerror or e}"
-            state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None})
+            state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None, "cause": "input"})
             summary.rendered.append(f.id)
             continue
         rec = state.records.get(f.id)
-        if (not force and rec and rec.get("status") == "done" and rec.get("sha256") == digest
-                and rec.get("options") == fp and rec.get("thumbnail") and (out / rec["thumbnail"]).is_file()
-                and (not rec.get("animation") or (out / rec["animation"]).is_file())
-                and inputs_unchanged(rec.get("inputs") or {}, seen)):
+        same = (rec and rec.get("sha256") == digest and rec.get("options") == fp
+                and inputs_unchanged(rec.get("inputs") or {}, seen))
+        if not force and same and rec.get("status") == "done" and rec.get("thumbnail") \
+                and (out / rec["thumbnail"]).is_file() \
+                and (not rec.get("animation") or (out / rec["animation"]).is_file()):
             summary.skipped += 1
+            continue
+        if not retry and same and rec.get("status") == "failed" and rec.get("cause") == "model":
+            summary.kept_failed += 1  # the same bytes, settings and inputs fail the same way
             continue
         todo.append(_batch(f, digest, opts, assets))
     return todo, fps
@@ -305,21 +372,23 @@ def _index_doc(opts: ThumbnailOptions, root_folders: list[Path], extra_assets: l
 
 def _into_store(url: str, make) -> Summary:
     """`-o s3://BUCKET/PREFIX`: the output folder kept as objects under that prefix. Its files are
-    copied into a temporary folder, `make(folder)` renders into it as into any output folder (same
-    incremental state), and what changed goes back: thumbnails and sheets first, then the state and
-    the index; files gone are deleted. A lock object keeps two runs from writing one prefix."""
+    copied into a temporary folder, `make(folder, runner)` renders into it as into any output folder
+    (same incremental state), and what changed goes back: thumbnails and sheets first, then the state and
+    the index; files gone are deleted. A lock object keeps two runs from writing one prefix. The
+    runner's store is PREFIX/.farm itself (`runner`): workers that see only the bucket count their
+    deliveries there and fetch the travelling inputs (farm.run.inputs) from it; neither is copied."""
     from farm.store.s3 import TreeMirror  # lazily: boto3 is needed only for an s3:// output
 
     mirror = TreeMirror(open_store(url))
 
     def skip(rel: str) -> bool:
-        return rel == TreeMirror.LOCK or rel.startswith((".farm/tmp/", ".farm/jobs/"))
+        return rel == TreeMirror.LOCK or rel.startswith((".farm/tmp/", ".farm/jobs/", ".farm/inputs/"))
 
     mirror.hold()
     try:
         with tempfile.TemporaryDirectory(prefix="farm-thumbs-") as tmp:
             mirror.pull(Path(tmp), skip)
-            summary = make(Path(tmp))
+            summary = make(Path(tmp), f"{url.rstrip('/')}/.farm")
             mirror.push(Path(tmp), skip, last=(".farm/state.json", "index.json", "index.html"))
     finally:
         mirror.release()
@@ -328,43 +397,19 @@ def _into_store(url: str, make) -> Summary:
 
 
 def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, fps: dict[str, str],
-         summary: Summary, broker: str | None, workers: int | None, bar, on_recorded=None) -> None:
+         summary: Summary, broker: str | None, workers: int | None, bar, store, on_recorded=None) -> None:
     """Render the batches; each result is written and recorded, then `on_recorded(model_id)`."""
     job_id = f"thumbnails-{secrets.token_hex(4)}"
-    store = open_store(state.folder)  # only for the runner's delivery counts (jobs/<job>/attempts)
+    digests = {b.model_rel: b.model_digest for b in batches}
 
     def on_result(result: BatchResult) -> None:
-        frame = result.frames[0]
-        model_id = frame.key
-        info = dict(frame.info or {})
-        image = info.pop("image", None)
-        rec = {k: info.get(k) for k in ENTRY_KEYS if k in info}
-        rec.update(sha256=info.get("sha256"), options=fps.get(model_id),
-                   inputs={a["found"]: a["sha256"] for a in info.get("assets") or ()
-                           if a.get("found") and a.get("sha256")})
-        trace = info.get("trace") or {}
-        if frame.status == "done" and image is not None:
-            data = base64.b64decode(image)
-            digest = hashlib.sha256(data).hexdigest()
-            if frame.digest and digest != frame.digest:
-                frame.status, frame.error = "failed", f"{model_id}: the image arrived damaged (sha256 mismatch)"
-        if frame.status == "done" and image is not None:
-            thumb = _thumb_rel(model_id, opts.format)
-            atomic_write(out / thumb, data, state.tmp)
-            sidecar = None
-            if opts.format != "png":
-                sidecar = thumb + ".json"
-                atomic_write_json(out / sidecar, image_sidecar(trace, info.get("diagnostics", []),
-                                                               info.get("diagnostic_count", 0)), state.tmp)
-            camera = trace.get("camera") if isinstance(trace.get("camera"), dict) else {}
-            rec.update(status="done", error=None, thumbnail=thumb, sidecar=sidecar, image_sha256=digest,
-                       camera_source=camera.get("source"))
-        else:
-            rec.update(status="failed", error=frame.error or "failed without a reason", thumbnail=None, sidecar=None,
-                       image_sha256=None)
-        rec.update(_write_animation(result, out, opts, state) if rec["status"] == "done" else _NO_ANIMATION)
+        model_id = result.frames[0].key
+        rec = _write_result(result, out, opts, state, fps.get(model_id), digests.get(model_id))
         state.record(model_id, rec)  # after the image: a journal line never names a missing file
         summary.rendered.append(model_id)
+        if rec["status"] == "done" and (rec.get("missing") or rec.get("diagnostic_count")):
+            summary.warnings[model_id] = [rec.get("missing") or [], rec.get("diagnostics") or [],
+                                          int(rec.get("diagnostic_count") or 0)]
         bar.finish(result.batch, 1, int(rec["status"] != "done"))
         if on_recorded is not None:
             on_recorded(model_id)
@@ -374,6 +419,46 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
     finally:
         bar.close()
         store.remove_job(job_id)
+
+
+def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state: State, fp: str | None,
+                  digest: str | None) -> dict:
+    """A model's result written (its image, sidecar, digest-keyed copy, animation) and its record.
+    A runner's own verdict (a lost worker, a store error: no facts from a worker) is cause "worker"."""
+    frame = result.frames[0]
+    model_id = frame.key
+    info = dict(frame.info or {})
+    image = info.pop("image", None)
+    rec = {k: info.get(k) for k in ENTRY_KEYS if k in info}
+    rec.update(sha256=info.get("sha256") or digest, options=fp,
+               inputs={a["found"]: a["sha256"] for a in info.get("assets") or () if a.get("found") and a.get("sha256")})
+    trace = info.get("trace") or {}
+    if frame.status == "done" and image is not None:
+        data = base64.b64decode(image)
+        image_digest = hashlib.sha256(data).hexdigest()
+        if frame.digest and image_digest != frame.digest:
+            frame.status, frame.error = "failed", f"{model_id}: the image arrived damaged (sha256 mismatch)"
+            info["cause"] = "worker"
+    if frame.status == "done" and image is not None:
+        thumb = _thumb_rel(model_id, opts.format)
+        atomic_write(out / thumb, data, state.tmp)
+        keyed = f"{DIGEST_FOLDER}/{rec['sha256']}-{fp}.{opts.format}" if rec["sha256"] and fp else None
+        if keyed:
+            atomic_write(out / keyed, data, state.tmp)
+        sidecar = None
+        if opts.format != "png":
+            sidecar = thumb + ".json"
+            atomic_write_json(out / sidecar, image_sidecar(trace, info.get("diagnostics", []),
+                                                           info.get("diagnostic_count", 0)), state.tmp)
+        camera = trace.get("camera") if isinstance(trace.get("camera"), dict) else {}
+        rec.update(status="done", error=None, cause=None, thumbnail=thumb, sidecar=sidecar, image_sha256=image_digest,
+                   digest_thumbnail=keyed, camera_source=camera.get("source"))
+    else:
+        rec.update(status="failed", error=frame.error or "failed without a reason", thumbnail=None, sidecar=None,
+                   image_sha256=None, digest_thumbnail=None,
+                   cause=info.get("cause") if frame.info else "worker")
+    rec.update(_write_animation(result, out, opts, state) if rec["status"] == "done" else _NO_ANIMATION)
+    return rec
 
 
 _NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}

@@ -27,7 +27,8 @@ from farm.files import append_json_line, atomic_write_json
 __all__ = ["FILE_KEYS", "FORMAT", "State", "StateLocked", "fingerprint"]
 
 FORMAT = "modelfarm.thumbnails-state/1"
-FILE_KEYS = ("thumbnail", "sidecar", "animation", "animation_sidecar")  # a record's output files (folder-relative)
+# a record's output files (folder-relative)
+FILE_KEYS = ("thumbnail", "sidecar", "digest_thumbnail", "animation", "animation_sidecar")
 
 
 class StateLocked(RuntimeError):

@@ -34,8 +34,28 @@ from farm.plan.batches import Batch
 from farm.run.execute import BatchKind, BatchResult, FrameResult, Work, diag_dict, missing_names
 from renderer.anim import UnknownSequence, find_sequence
 
-__all__ = ["ANIMATION_KEY", "THUMBNAIL", "ThumbnailKind", "animation_keys", "animation_times", "choose_sequence",
-           "model_facts"]
+__all__ = ["ANIMATION_KEY", "CAUSES", "OUTSIDE", "THUMBNAIL", "ThumbnailKind", "animation_keys", "animation_times",
+           "choose_sequence", "failure_cause", "model_facts"]
+
+# Why a model failed (its index entry's ``cause``): "model" (its own bytes or drawing: a rerun with the
+# same inputs and settings fails the same way, so it is not tried again without --retry-failed), "input"
+# (a file the worker could not read: not there, or not readable there) or "worker" (the farm lost it: a
+# worker that died or vanished, a broker or store error). The last two are OUTSIDE the model: tried
+# again on every run, and `farm thumbnails` exits 1 when any is left.
+CAUSES = ("model", "input", "worker")
+OUTSIDE = ("input", "worker")
+_UNREADABLE = ("cannot read file:", "inputs cannot be read")  # the loaders' and farm.run.inputs' words
+_OS_ERRORS = tuple(f"{name}: " for name, v in vars(__import__("builtins")).items()
+                   if isinstance(v, type) and issubclass(v, OSError))
+
+
+def failure_cause(error: str, loaded: bool) -> str:
+    """The cause of a thumbnail's failure: "input" when the model never loaded because its bytes (or
+    its travelling inputs) could not be read, else "model"."""
+    if not loaded and (any(m in error for m in _UNREADABLE) or error.startswith(_OS_ERRORS)):
+        return "input"
+    return "model"
+
 
 MAX_DIAGNOSTICS = 20  # listed per model in the index (the count is always complete)
 ANIMATION_KEY = "{id}\x00frame{i:04d}"  # the batch key of an animation frame: never a model id (no NUL in names)
@@ -158,7 +178,9 @@ class ThumbnailKind(BatchKind):
                            info={"animation": base64.b64encode(data).decode("ascii"), "animation_sidecar": sidecar})
 
     def failed(self, key: str, time_ms: int, error: str, work: Work | None) -> FrameResult:
-        return FrameResult(key, time_ms, "failed", error=error, info=dict(work.facts) if work else {"sha256": None})
+        info = dict(work.facts) if work else {"sha256": None}
+        return FrameResult(key, time_ms, "failed", error=error,
+                           info={**info, "cause": failure_cause(error, work is not None)})
 
     def record(self, store, job_id: str, result: BatchResult) -> None:
         pass  # the coordinator records what it receives

@@ -10,9 +10,13 @@ import hashlib
 import re
 from pathlib import PurePosixPath
 
-__all__ = ["EXTENSIONS", "SEPARATORS", "WHERE", "extension_variants", "refusal", "safe_relative"]
+__all__ = ["EXTENSIONS", "SEPARATORS", "SOURCE_EXTENSIONS", "WHERE", "extension_variants", "refusal", "safe_relative"]
 
 EXTENSIONS = (".blp", ".dds", ".tga")
+# Source-art extensions Reforged models name (the artists' .tif), which no texture decoder reads: the
+# game and the reference viewer (mdx-m3-viewer asks a Reforged model's every texture as `.dds`, the
+# name's stem with `.dds` in place of its extension) load the `.dds` that Reforged data holds.
+SOURCE_EXTENSIONS = (".tif", ".tiff")
 WHERE = "texture path"
 _DRIVE = re.compile(r"^[A-Za-z]:")
 SEPARATORS = re.compile(r"[\\/]+")
@@ -39,11 +43,17 @@ def refusal(path: str) -> str | None:
 
 
 def extension_variants(name: str) -> list[str]:
-    """The file name with the named extension first, then the Reforged fallback extensions."""
+    """The names a texture path is looked up as, in order. A .blp/.dds/.tga name: the named
+    extension first, then the others of EXTENSIONS (a .blp finds Reforged's .dds next). A .tif
+    (SOURCE_EXTENSIONS) name: .dds first, as the reference viewer's Reforged path solver asks it,
+    then .blp, .tga, and the named file last (found, it fails to decode with its own name in the
+    error). Any other extension: the name alone."""
     suffix = PurePosixPath(name).suffix
+    stem = name[: -len(suffix)] if suffix else name
+    if suffix.lower() in SOURCE_EXTENSIONS:
+        return [stem + ".dds", *(stem + ext for ext in EXTENSIONS if ext != ".dds"), name]
     if suffix.lower() not in EXTENSIONS:
         return [name]
-    stem = name[: -len(suffix)]
     return [name] + [stem + ext for ext in EXTENSIONS if ext != suffix.lower()]
 
 
