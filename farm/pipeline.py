@@ -22,8 +22,8 @@ from farm.compare.runs import compare_run
 from farm.files import json_bytes
 from farm.report import write_report
 
-__all__ = ["LISTING", "MARKS", "UPDATE_MODES", "Compared", "GoldensUpdate", "compare_job", "marks", "update_goldens",
-           "wanted"]
+__all__ = ["LISTING", "MARKS", "UPDATE_MODES", "Compared", "GoldensUpdate", "all_new", "compare_job", "marks",
+           "update_goldens", "wanted"]
 
 UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
 MARKS = ("missing", "blank")  # what a frame shows that is not the model as meant (a compared trace's fields)
@@ -112,8 +112,13 @@ class Compared:
     @property
     def all_new(self) -> bool:
         """A first run against a goldens folder: every trace is new (and there are some)."""
-        counts = (self.results or {}).get("counts") or {}
-        return bool(counts.get("total")) and counts.get("new") == counts["total"]
+        return all_new(self.results)
+
+
+def all_new(results: Mapping | None) -> bool:
+    """Whether a comparison is a first run against its goldens: every trace new (and there are some)."""
+    counts = (results or {}).get("counts") or {}
+    return bool(counts.get("total")) and counts.get("new") == counts["total"]
 
 
 def compare_job(job, goldens: str | Path | None = None, *, allow_new: bool = False, update: str | None = None,

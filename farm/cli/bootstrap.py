@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from farm.pipeline import MARKS, GoldensUpdate, marks, wanted
-from farm.report.model import shell_path
+from farm.report.model import MARK_FLAGS, shell_path
 
 __all__ = ["FLAGS", "bootstrap_command", "bootstrap_hint", "grouped_line", "say_update"]
 
-FLAGS = {"missing": "--allow-missing", "blank": "--allow-blank"}  # a mark -> the flag that approves it anyway
+FLAGS = MARK_FLAGS  # a mark -> the flag that approves it anyway (farm.report.model)
 REASONS = {"missing": "drew placeholders for missing assets", "blank": "came out blank"}
 assert set(FLAGS) == set(REASONS) == set(MARKS)  # one flag and one reason per mark (farm.pipeline.MARKS)
 

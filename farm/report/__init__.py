@@ -10,7 +10,9 @@ network; open index.html from disk or serve the folder):
     img/           the new frames, the goldens, the difference heatmaps and SSIM maps, copied
     junit.xml      one test case per trace (farm.report.junit)
     summary.md     counts, the failing filmstrips, the worst differences with thumbnails (farm.report.markdown)
-    results.json   the results the report was made from
+    results.json   the results the report was made from, with ``origin`` (farm.report.published:
+                   the folder's name, its URL, the CI run, the goldens relative to the work tree), so
+                   `farm approve REPORT` works from this folder alone
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from farm.files import atomic_write, json_bytes
 from farm.report.junit import junit_xml
 from farm.report.markdown import markdown_summary
 from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
+from farm.report.published import report_origin
 from farm.report.strips import Strip, filmstrips, time_text
 from farm.store import open_store
 
@@ -217,6 +218,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     for f in STATIC.iterdir():
         if f.is_file():
             _copy(f, out / "static" / f.name)
+    results = {**results, "origin": report_origin(results, out, report_url)}  # for farm approve REPORT
     views = build_views(results, out, serve)
     paths = {"html": out / "index.html", "junit": out / "junit.xml", "markdown": out / "summary.md",
              "results": out / "results.json"}
