@@ -111,14 +111,15 @@ class Compared:
 
     @property
     def all_new(self) -> bool:
-        """A first run against a goldens folder: every trace is new (and there are some)."""
+        """A first run against a goldens folder (`all_new`)."""
         return all_new(self.results)
 
 
 def all_new(results: Mapping | None) -> bool:
-    """Whether a comparison is a first run against its goldens: every trace new (and there are some)."""
+    """Whether a comparison is a first run against its goldens: every trace that rendered is new (and
+    there are some); the traces that did not render (errors: a model that does not load) aside."""
     counts = (results or {}).get("counts") or {}
-    return bool(counts.get("total")) and counts.get("new") == counts["total"]
+    return bool(counts.get("new")) and counts["new"] + counts.get("error", 0) == counts.get("total")
 
 
 def compare_job(job, goldens: str | Path | None = None, *, allow_new: bool = False, update: str | None = None,

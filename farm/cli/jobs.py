@@ -73,7 +73,8 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
               f"{bootstrap_hint(done.first)}")
         return None, None, None
     if not update and done.all_new:
-        print(f"first run against {done.folder}: every trace is new. After a look at the frames, approve them"
+        print(f"first run against {done.folder}: every trace that rendered is new. After a look at the frames,"
+              f" approve them"
               f" with: {bootstrap_command(job, done.folder, done.results)}{bootstrap_hint(done.results)}")
     reports_note(done.reports, image_base)
     return done.status, done.results, done.html
