@@ -22,8 +22,8 @@ from farm.compare.runs import compare_run
 from farm.files import json_bytes
 from farm.report import write_report
 
-__all__ = ["LISTING", "MARKS", "UPDATE_MODES", "Compared", "GoldensUpdate", "compare_job", "marks", "update_goldens",
-           "wanted"]
+__all__ = ["LISTING", "MARKS", "UPDATE_MODES", "Compared", "GoldensUpdate", "all_new", "compare_job", "marks",
+           "update_goldens", "wanted"]
 
 UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
 MARKS = ("missing", "blank")  # what a frame shows that is not the model as meant (a compared trace's fields)
@@ -111,9 +111,15 @@ class Compared:
 
     @property
     def all_new(self) -> bool:
-        """A first run against a goldens folder: every trace is new (and there are some)."""
-        counts = (self.results or {}).get("counts") or {}
-        return bool(counts.get("total")) and counts.get("new") == counts["total"]
+        """A first run against a goldens folder (`all_new`)."""
+        return all_new(self.results)
+
+
+def all_new(results: Mapping | None) -> bool:
+    """Whether a comparison is a first run against its goldens: every trace that rendered is new (and
+    there are some); the traces that did not render (errors: a model that does not load) aside."""
+    counts = (results or {}).get("counts") or {}
+    return bool(counts.get("new")) and counts["new"] + counts.get("error", 0) == counts.get("total")
 
 
 def first_run(job) -> dict | None:

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from farm.pipeline import MARKS, GoldensUpdate, marks, wanted
-from farm.report.model import shell_path
+from farm.report.model import MARK_FLAGS, shell_path
 
 __all__ = ["FLAGS", "bootstrap_command", "bootstrap_hint", "grouped_line", "say_update"]
 
-FLAGS = {"missing": "--allow-missing", "blank": "--allow-blank"}  # a mark -> the flag that approves it anyway
+FLAGS = MARK_FLAGS  # a mark -> the flag that approves it anyway (farm.report.model)
 REASONS = {"missing": "drew placeholders for missing assets", "blank": "came out blank"}
 assert set(FLAGS) == set(REASONS) == set(MARKS)  # one flag and one reason per mark (farm.pipeline.MARKS)
 
@@ -44,17 +44,24 @@ def bootstrap_command(job, folder: Path | None, results: Mapping | None = None) 
 
 
 def bootstrap_hint(results: Mapping | None) -> str:
-    """What the bootstrap command's flags accept, in words ("" when it has none)."""
+    """What the bootstrap command's flags accept, in words, and the traces it cannot cover (those
+    that did not render: a model that does not load); "" when there is neither."""
     if not results:
         return ""
     new = [results["traces"][k] for k in wanted(results, "new")]
     counts = {m: sum(1 for t in new if m in marks(t)) for m in FLAGS}
     said = [f"{n} {'frame' if n == 1 else 'frames'} {REASONS[m]}" for m, n in counts.items() if n]
-    if not said:
-        return ""
-    return (f" ({' and '.join(said)}: {' and '.join(FLAGS[m] for m in FLAGS if counts[m])} approve"
-            f" {'it' if sum(counts.values()) == 1 else 'them'} as drawn, marked as such in the goldens and in"
-            f" every later report)")
+    broken = sorted({t.get("model") or k for k, t in results["traces"].items() if t["status"] == "error"})
+    out = ""
+    if said:
+        out = (f" ({' and '.join(said)}: {' and '.join(FLAGS[m] for m in FLAGS if counts[m])} approve"
+               f" {'it' if sum(counts.values()) == 1 else 'them'} as drawn, marked as such in the goldens and in"
+               f" every later report)")
+    if broken:
+        shown = ", ".join(broken[:3]) + (f" and {len(broken) - 3} more" if len(broken) > 3 else "")
+        out += (f"; the only traces it leaves out are those that did not render ({shown}: fix them, the rerun"
+                f" fails until then)")
+    return out
 
 
 def grouped_line(traces: Mapping[str, list[str]], results: Mapping) -> str:

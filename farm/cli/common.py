@@ -205,12 +205,13 @@ def results_json(results: dict, report=None) -> dict:
             "traces": {k: {"status": t["status"], "reason": t.get("reason")} for k, t in results["traces"].items()}}
 
 
-def print_results(results: dict, as_json: bool = False, *, limit: int = 20, report=None) -> None:
-    """A comparison's summary on stdout: the terminal text, or with --json `results_json`."""
+def print_results(results: dict, as_json: bool = False, *, limit: int = 20, report=None, approve: bool = True) -> None:
+    """A comparison's summary on stdout: the terminal text (`approve`: with its approve commands),
+    or with --json `results_json`."""
     if as_json:
         print(json.dumps(results_json(results, report), indent=2, sort_keys=True))
     else:
-        print(summary_text(results, limit=limit, report=report))
+        print(summary_text(results, limit=limit, report=report, approve=approve))
 
 
 IMAGE_BASE_HELP = ("the absolute http(s) URL where the report folder is published, for the image links of"

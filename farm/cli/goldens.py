@@ -5,7 +5,9 @@ Exit statuses: 0 when the comparison passed (or a command did what it was asked)
 (a missing run, no goldens folder, nothing selected).
 
 Where the goldens are: ``--goldens DIR``, else $FARM_GOLDENS, else next to the run's manifest
-(its folder when it holds index.jsonl, else its goldens/ subfolder when that does).
+(its folder when it holds index.jsonl, else its goldens/ subfolder when that does). approve and
+reject also take a published report (a folder or URL, farm.report.published) instead of a run:
+its goldens are where the report says, relative to the git work tree's root.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from farm.compare.runs import diff_runs, results_for
 from farm.plan.batches import expand_manifest
 from farm.plan.keys import legacy_key
 from farm.plan.manifest import load_manifest
+from farm.report.published import ReportError, ReportRun, is_report, open_report
 from farm.report.serve import serve
 
 __all__ = ["EXAMPLES", "add_parsers"]
@@ -41,6 +44,8 @@ EXAMPLES = {
     "approve": ["farm approve latest --new                 # every trace without a golden",
                 "farm approve latest --trace crate.mdx     # every trace of that model (any part of the key)",
                 "farm approve latest --trace '*|Walk|*' --env",
+                "farm approve farm-report --failed         # from a report folder CI uploaded (an artifact)",
+                "farm approve https://ci.example/job/7/report/ --new",
                 "farm approve --undo 12 --yes              # reverse decision #12 (farm goldens log)",
                 "farm approve --redo 12 --yes"],
     "reject": ["farm reject latest --trace 'crate.mdx|Stand' --reason 'texture missing'"],
@@ -152,6 +157,42 @@ def _undo_or_redo(args, by: str) -> int:
     return 0
 
 
+def _report_run(ref: str, explicit_goldens: str | None):
+    """A published report (farm.report.published) and the goldens folder its decision goes to:
+    --goldens, else $FARM_GOLDENS or farm.toml's, else where the report says they are (relative to
+    the git work tree's root), else next to its manifest."""
+    try:
+        job = open_report(ref)
+    except ReportError as e:
+        raise UsageError(str(e)) from None
+    folder = G.find_goldens(None, explicit_goldens) or job.goldens or G.find_goldens(job.data.get("manifest"))
+    if folder is None:
+        raise UsageError(f"{job.source.shown} does not say where its goldens are: pass --goldens DIR (created when"
+                         f" missing)")
+    return job, folder
+
+
+def _fetch(job, keys: list[str]) -> None:
+    """A report's images of `keys`, checked (nothing is written when one does not match)."""
+    if isinstance(job, ReportRun):
+        try:
+            job.fetch(keys)
+        except ReportError as e:
+            raise UsageError(str(e)) from None
+
+
+def _approval_run(args):
+    """The run (a job in a store, or a published report) and goldens folder of approve/reject."""
+    if is_report(args.run):
+        return _report_run(args.run, args.goldens)
+    job = load_job(args.run, args.out)
+    folder = goldens_dir(args.goldens, job, required=False)
+    if folder is None:
+        raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR (created when"
+                         f" missing)")
+    return job, folder
+
+
 def cmd_approve(args) -> int:
     by = G.default_user(args.by)
     if args.undo is not None or args.redo is not None:
@@ -161,20 +202,17 @@ def cmd_approve(args) -> int:
     if not (args.trace or args.new or args.failed or args.all):
         raise UsageError("say what to approve: --trace PATTERN, --new, --failed or --all (nothing is approved by"
                          " default)")
-    job = load_job(args.run, args.out)
-    folder = goldens_dir(args.goldens, job, required=False)
-    if folder is None:
-        raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR (created when"
-                         f" missing)")
+    job, folder = _approval_run(args)
     statuses = None
     results = None
     if not args.all and (args.new or args.failed):
-        results = results_for(job, folder)
+        results = job.results if isinstance(job, ReportRun) else results_for(job, folder)
         statuses = ({"new"} if args.new else set()) | ({"fail"} if args.failed else set())
     keys = G.select_traces(job, args.trace or (), statuses, results)
     if not keys:
         print(f"farm approve: no trace of run {job.id} matches the selection", file=sys.stderr)
         return 1
+    _fetch(job, keys)
     rec, skipped = G.approve(folder, job, keys, by=by, env_scope=args.env, add=args.add, allow_blank=args.allow_blank,
                              allow_missing=args.allow_missing)
     _print_record("approve", rec, skipped, folder)
@@ -182,14 +220,12 @@ def cmd_approve(args) -> int:
 
 
 def cmd_reject(args) -> int:
-    job = load_job(args.run, args.out)
-    folder = goldens_dir(args.goldens, job, required=False)
-    if folder is None:
-        raise UsageError(f"no golden index next to {job.data.get('manifest')}: pass --goldens DIR")
+    job, folder = _approval_run(args)
     keys = G.select_traces(job, args.trace)
     if not keys:
         print(f"farm reject: no trace of run {job.id} matches {', '.join(args.trace)}", file=sys.stderr)
         return 1
+    _fetch(job, keys)
     rec, skipped = G.reject(folder, job, keys, by=G.default_user(args.by), reason=args.reason, env_scope=args.env)
     _print_record("reject", rec, skipped, folder)
     return 0 if rec is not None or not skipped else 1
@@ -338,6 +374,10 @@ def cmd_diff(args) -> int:
 # --------------------------------------------------------------------------------------------
 # Parsers
 
+DECISION_RUN_HELP = (f"{RUN_HELP}; or a published report: its folder (what CI uploads: results.json, img/) or its"
+                     f" http(s) URL (the images come from the report, checked against its results; --out is not"
+                     f" used)")
+
 
 def _run_args(s) -> None:
     s.add_argument("--out", help="the run's store (default: $FARM_OUT, farm.toml's store, ./farm-out)")
@@ -375,8 +415,9 @@ def _add_compare(sub) -> None:
 
 
 def _add_approve(sub) -> None:
-    s = sub.add_parser("approve", help="approve the images a run stored as goldens (or --undo/--redo a decision)")
-    s.add_argument("run", metavar="RUN", nargs="?", help=RUN_HELP)
+    s = sub.add_parser("approve", help="approve the images a run stored, or a published report holds, as goldens (or"
+                                       " --undo/--redo a decision)")
+    s.add_argument("run", metavar="RUN|REPORT", nargs="?", help=DECISION_RUN_HELP)
     _run_args(s)
     s.add_argument("--trace", action="append", metavar="PATTERN", help="traces whose key contains PATTERN anywhere"
                                                                         " (a substring, or a glob such as '*|Walk|*';"
@@ -404,8 +445,9 @@ def _add_approve(sub) -> None:
 
 
 def _add_reject(sub) -> None:
-    s = sub.add_parser("reject", help="mark the images a run stored as known-bad for their traces")
-    s.add_argument("run", metavar="RUN", help=RUN_HELP)
+    s = sub.add_parser("reject", help="mark the images a run stored (or a published report holds) as known-bad for"
+                                      " their traces")
+    s.add_argument("run", metavar="RUN|REPORT", help=DECISION_RUN_HELP)
     _run_args(s)
     s.add_argument("--trace", action="append", required=True, metavar="PATTERN",
                    help="traces whose key contains PATTERN anywhere (substring or glob; repeatable)")

@@ -28,8 +28,9 @@ from farm.environment import broker_url, default_reports
 from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
-from farm.pipeline import UPDATE_MODES, compare_job
+from farm.pipeline import UPDATE_MODES, all_new, compare_job
 from farm.report.model import shell_path
+from farm.repository import store_ignore_hint
 from farm.run.jobs import JobState, retry_job, run_job, status_text
 
 __all__ = ["EXAMPLES", "add_parsers", "compare_after_run", "compare_step"]
@@ -72,7 +73,8 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
               f"{bootstrap_hint(done.first)}")
         return None, None, None
     if not update and done.all_new:
-        print(f"first run against {done.folder}: every trace is new. After a look at the frames, approve them"
+        print(f"first run against {done.folder}: every trace that rendered is new. After a look at the frames,"
+              f" approve them"
               f" with: {bootstrap_command(job, done.folder, done.results)}{bootstrap_hint(done.results)}")
     reports_note(done.reports, image_base)
     return done.status, done.results, done.html
@@ -81,8 +83,8 @@ def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, 
 def compare_after_run(job, explicit_goldens: str | None, **kw) -> int | None:
     """`compare_step`, printing the summary (farm run)."""
     code, results, html = compare_step(job, explicit_goldens, **kw)
-    if results is not None:
-        print_results(results, report=html)
+    if results is not None:  # a first run printed its bootstrap command: the one command to approve with
+        print_results(results, report=html, approve=bool(kw.get("update")) or not all_new(results))
     return code
 
 
@@ -113,6 +115,10 @@ def cmd_run(args) -> int:
         print("farm run: interrupted; `farm status JOB` shows what finished (Celery workers carry on)",
               file=sys.stderr)
         return 130
+    if job.store.kind == "folder":  # a store inside a git work tree: say once how to keep it out of commits
+        hint = store_ignore_hint(job.store.location)
+        if hint:
+            print(hint, file=sys.stderr)
     if args.json:  # everything on stdout is one JSON object: the job, then its comparison
         c = job.counts()
         rendered = 1 if c["failed"] or c["pending"] else 0

@@ -285,8 +285,8 @@ def verdict(results: dict, allow_new: bool | None = None) -> dict:
         if counts["error"]:
             problems.append(f"{counts['error']} trace(s) did not render")
         if counts["new"] and not allow:
-            problems.append(f"{counts['new']} trace(s) have no golden yet: review them, then `farm approve RUN"
-                            f" --new` (or pass --allow-new to let new traces through)")
+            problems.append(f"{counts['new']} trace(s) have no golden yet: review them, then approve them with"
+                            f" the command given (or pass --allow-new to let new traces through)")
         # Nothing compared fails (a comparison never passes by silently skipping), except when every
         # trace is new and new traces were explicitly allowed (a first run with --allow-new).
         all_new_allowed = compared == 0 and counts["new"] and allow and not failing

@@ -4,6 +4,9 @@ Approve and reject share one loop (`_decide`) over a run's stored images; each d
 one record to the log with every index line it changed before and after, so `undo` is exact (the
 record and the index change take effect together: farm.goldens.index.locked).
 Each returns the log record it appended (None: no change).
+A run is a farm.run.jobs.JobState, or a published report (farm.report.published.ReportRun: the
+images the report holds, checked against its results); the record names where it came from (the
+store, or the report, its CI run and job).
 """
 
 from __future__ import annotations
@@ -108,7 +111,10 @@ def select_traces(job, patterns: Iterable[str] = (), statuses: Iterable[str] | N
 
 def _record_base(action: str, by: str, job=None, note: str | None = None) -> dict:
     rec = {"action": action, "by": by, "at": now()}
-    if job is not None:
+    origin = getattr(job, "origin", None)  # a published report (farm.report.published.ReportRun): where it was
+    if origin:
+        rec.update(run=job.id, **origin)
+    elif job is not None:
         store = Path(job.store.location)
         try:  # relative when under the current folder: the log is committed, home folders are not
             shown = store.relative_to(Path.cwd()).as_posix() if job.store.kind == "folder" else job.store.location

@@ -14,7 +14,9 @@ network; open index.html from disk or serve the folder):
                    name (farm.report.images.image_relpath)
     junit.xml      one test case per trace (farm.report.junit), written in pieces
     summary.md     counts, the failing filmstrips, the worst differences with thumbnails (farm.report.markdown)
-    results.json   the results the report was made from (one trace a line)
+    results.json   the results the report was made from (one trace a line), with ``origin`` (farm.report.published:
+                   the folder's name, its URL, the CI run, the goldens relative to the work tree), so
+                   `farm approve REPORT` works from this folder alone
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ status and by model. Before the cards, the filmstrips (farm.report.strips): the 
 sequence, camera and size across timestamps, a golden row and a new row in time order, each frame's
 status, the selected frame (the worst first when the strip fails) large above them, and a play
 button (report.js) that flips through both rows in step. Everything is local: the images are put
-into img/ab/ (farm.report.images), the scripts and style into static/, and a Content-Security-Policy forbids anything else
+into img/ab/ (farm.report.images), the scripts and style into static/, and a Content-Security-Policy
+forbids anything else
 (no inline script, no network).
 
 Strings from model files (sequence names in trace keys, model paths) reach the page only through
@@ -31,6 +32,7 @@ from farm.report.junit import write_junit
 from farm.report.markdown import markdown_summary
 from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
 from farm.report.pages import MATCH_LIMIT, Page, page_url, plan_pages, row_files
+from farm.report.published import report_origin
 from farm.report.strips import Strip, filmstrips, time_text
 from farm.store import open_store
 
@@ -240,6 +242,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     for f in STATIC.iterdir():
         if f.is_file():
             atomic_write(out / "static" / f.name, f.read_bytes())
+    results = {**results, "origin": report_origin(results, out, report_url)}  # for farm approve REPORT
     order = sort_traces(results["traces"].values())
     pages = plan_pages(order, filmstrips(results["traces"].values()))
     _clear_pages(out, len(pages))

@@ -36,7 +36,8 @@ from farm.report.model import approve_command, sort_traces
 from farm.report.strips import filmstrips
 from farm.settings import SettingError, check_image_base
 
-__all__ = ["IMAGES_HINT", "MAX_CHARS", "image_url", "markdown_summary", "md_text", "published", "report_link"]
+__all__ = ["IMAGES_HINT", "MAX_CHARS", "approve_source", "image_url", "markdown_summary", "md_text", "published",
+           "report_link"]
 
 THUMB = 96
 MAX_CHARS = 65536
@@ -88,6 +89,29 @@ def report_link(image_base: str | None, report_url: str | None = None) -> str | 
         folder = _img_dir(image_base)[: -len("img/")]
         return folder + "index.html"
     return None
+
+
+def approve_source(results: dict, link: str | None) -> tuple[str | None, list[str]]:
+    """What the summary's approve commands name, and the lines that say where to run them: the
+    published report's URL when there is an http(s) link (farm.report.published reads its folder
+    from it), else the report folder's name as the reviewer downloads it (the CI artifact), never
+    the runner's store; without a recorded origin (a summary made outside write_report), the run in
+    its store."""
+    origin = results.get("origin") or {}
+    if link and link.startswith(("http://", "https://")):
+        return link.split("#", 1)[0], ["Approve after review, in your checkout of this branch (the images come"
+                                       " from the published report, checked against its results.json):"]
+    folder = origin.get("folder")
+    if not folder:
+        return None, ["Approve after review (exactly the images this run stored):"]
+    ci = origin.get("ci") or {}
+    if ci.get("provider") == "github" and ci.get("run_id"):
+        fetch = (f"<code>gh run download {md_text(ci['run_id'])} --name {md_text(folder)} --dir"
+                 f" {md_text(folder)}</code>")
+    else:
+        fetch = f"the report artifact, unpacked as <code>{md_text(folder)}/</code>"
+    return folder, [f"Approve after review, in your checkout of this branch, with {fetch} (the images come from"
+                    f" the report, checked against its results.json):"]
 
 
 def _img(base: str | None, src: str | None, alt: str) -> str:
@@ -221,11 +245,12 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
     strip_lines = _strip_lines(results, link)
     tail_lines = []
     if not diff and (counts.get("new") or counts.get("fail")):
-        tail_lines += ["Approve after review (exactly the images this run stored):", ""]
+        source, where = approve_source(results, link)
+        tail_lines += [*where, ""]
         if counts.get("new"):
-            tail_lines.append(f"    {approve_command(results, extra=('--new',))}")
+            tail_lines.append(f"    {approve_command(results, extra=('--new',), source=source)}")
         if counts.get("fail"):
-            tail_lines.append(f"    {approve_command(results, extra=('--failed',))}")
+            tail_lines.append(f"    {approve_command(results, extra=('--failed',), source=source)}")
         tail_lines.append("")
     rest = [t for t in traces if t["key"] not in shown]
     rest_lines = []

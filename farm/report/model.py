@@ -14,7 +14,8 @@ from pathlib import Path
 from farm.compare.metrics import metric_checks
 from farm.compare.status import GROUP_ORDER, LABELS, REPORT_ORDER, STATUS_ORDER, group_of, verdict_word
 
-__all__ = ["approve_command", "compact_cells", "counts_view", "metric_rows", "shell_path", "sort_traces"]
+__all__ = ["MARK_FLAGS", "approve_command", "approve_flags", "compact_cells", "counts_view", "metric_rows",
+           "shell_path", "sort_traces"]
 
 
 def shell_path(path: str | Path) -> str:
@@ -27,15 +28,37 @@ def shell_path(path: str | Path) -> str:
     return rel.as_posix() or "."
 
 
-def approve_command(results: dict, verb: str = "approve", key: str | None = None, extra: tuple = ()) -> str:
-    """The exact `farm approve` (or reject) command for one trace (or, with `extra`, a selection)."""
-    parts = ["farm", verb, results["job"]]
+MARK_FLAGS = {"missing": "--allow-missing", "blank": "--allow-blank"}  # a frame's mark -> the flag approving it
+_SELECTED = {"--new": "new", "--failed": "fail"}  # a selection flag -> the status it selects
+
+
+def approve_flags(results: dict, key: str | None = None, extra: tuple = ()) -> list[str]:
+    """The flags an approval of `key` (or of the statuses `extra` selects) needs so that every frame
+    in it is approved as drawn: --allow-missing, --allow-blank (MARK_FLAGS)."""
+    traces = results.get("traces", {})
+    if key is not None:
+        chosen = [traces[key]] if key in traces else []
+    else:
+        wanted = {_SELECTED[x] for x in extra if x in _SELECTED}
+        chosen = [t for t in traces.values() if t.get("status") in wanted]
+    return [flag for m, flag in MARK_FLAGS.items() if any(t.get(m) for t in chosen)]
+
+
+def approve_command(results: dict, verb: str = "approve", key: str | None = None, extra: tuple = (),
+                    source: str | None = None) -> str:
+    """The exact `farm approve` (or reject) command for one trace (or, with `extra`, a selection),
+    with the flags its frames need (`approve_flags`). `source`: a published report (its URL or
+    folder, farm.report.published) instead of the run in its store."""
+    parts = ["farm", verb, source or results["job"]]
     if key is not None:
         parts += ["--trace", key]
     parts += list(extra)
-    parts += ["--out", shell_path(results["store"])]
-    if results.get("goldens"):
-        parts += ["--goldens", shell_path(results["goldens"])]
+    if verb == "approve":
+        parts += approve_flags(results, key, extra)
+    if source is None:
+        parts += ["--out", shell_path(results["store"])]
+        if results.get("goldens"):
+            parts += ["--goldens", shell_path(results["goldens"])]
     return " ".join(shlex.quote(str(p)) for p in parts)
 
 

@@ -10,7 +10,9 @@ from farm.report.model import approve_command, sort_traces
 __all__ = ["summary_text"]
 
 
-def summary_text(results: dict, limit: int = 20, report: str | Path | None = None) -> str:
+def summary_text(results: dict, limit: int = 20, report: str | Path | None = None, approve: bool = True) -> str:
+    """The terminal summary; `approve`: end with the commands that approve the new and failed traces
+    (`farm run` leaves them out after a first run, whose bootstrap command it printed instead)."""
     c = results["counts"]
     diff = results.get("kind") == "diff"
     if diff:
@@ -40,7 +42,7 @@ def summary_text(results: dict, limit: int = 20, report: str | Path | None = Non
         lines.append(f"note: {n}")
     if report:
         lines.append(f"report: {report}")
-    if not diff:
+    if not diff and approve:
         if c.get("new"):
             lines.append(f"approve the new traces after review: {approve_command(results, extra=('--new',))}")
         if c.get("fail"):
