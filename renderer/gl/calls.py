@@ -43,6 +43,7 @@ _CALLS: dict[str, tuple | None] = {
     "glDrawArraysInstanced": None,
     "glDrawElements": (ctypes.c_uint, ctypes.c_int, ctypes.c_uint, _POINTER),
     "glEnable": None,
+    "glFlush": None,
     "glFrontFace": None,
     "glGetIntegerv": (ctypes.c_uint, _POINTER),
     "glPixelStorei": None,
