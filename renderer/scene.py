@@ -239,6 +239,8 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
     rule = lighting_rule(draw.lighting)
     program.select_lights(lights is not None)
     framed: dict[tuple, tuple[int, dict]] = {}  # the variants this frame has bound, with the frame's uniforms
+    eye = tuple(float(v) for v in camera.eye)
+    frame_key = (view.tobytes(), projection.tobytes(), eye, draw.lighting)  # what the frame's uniforms hold
 
     def bind(p: LayerPass) -> tuple[int, dict]:
         """Bind the layer's program variant; the first time in the frame, load the frame's uniforms."""
@@ -248,7 +250,12 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
             cache.use_program(found[0])
             return found
         prog, loc = framed[key] = program.variant(*key)
-        cache.use_program(prog)  # the frame's uniforms: set where the program holds other values
+        cache.use_program(prog)
+        held = program.uniform_values
+        if lights is None and held.get((prog, "frame")) == frame_key:
+            return prog, loc  # an earlier frame set them to these values
+        held[(prog, "frame")] = frame_key if lights is None else None
+        # the frame's uniforms, each set where the program holds another value
         cache.uniform_matrix(prog, loc["u_view"], gl.glUniformMatrix4fv, view)
         cache.uniform_matrix(prog, loc["u_projection"], gl.glUniformMatrix4fv, projection)
         program.set_lighting(loc, rule, cache, prog)
@@ -256,7 +263,7 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
         cache.uniform(prog, loc["u_palette"], gl.glUniform1i, 1)
         for slot, name in HD_SLOT_UNIFORMS.items():
             cache.uniform(prog, loc[name], gl.glUniform1i, HD_SLOT_UNITS[slot])
-        cache.uniform(prog, loc["u_eye"], gl.glUniform3f, *(float(v) for v in camera.eye))
+        cache.uniform(prog, loc["u_eye"], gl.glUniform3f, *eye)
         if lights is not None:
             program.set_lights(loc, lights)
         return prog, loc
