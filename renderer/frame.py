@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +120,8 @@ def texture_settings(spec: FrameSpec, assets=(), game=(), stop_at=None) -> Textu
 class Renderer:
     """Owns one GL context (created lazily, in the calling process) and per-model GPU resources."""
 
+    renders_ahead = True  # render(..., then=next_spec): farm.run.execute passes a batch's next frame
+
     def __init__(self, backend: str = "auto", assets=(), game=(), stop_at=None):
         """`assets`, `game`, `stop_at`: defaults for every frame (a FrameSpec's own asset roots come
         first; its game data and stop root, when given, replace these)."""
@@ -135,6 +137,7 @@ class Renderer:
         self._memos: dict[int, _Memo] = {}  # id(model) -> what its frames share (_Memo)
         self._gl_info: dict | None = None
         self._fx_programs = None
+        self._ahead: _Ahead | None = None  # the next frame, posed and issued by render(then=...)
         self.effects = Effects()  # particle/ribbon simulations kept between frames (renderer.fx)
 
     @property
@@ -173,6 +176,7 @@ class Renderer:
 
     def forget(self, model: Model) -> None:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
+        self._ahead = None
         for key in [k for k in self._models if k[0] == id(model)]:
             self._models.pop(key).delete()
         self._memos.pop(id(model), None)
@@ -233,46 +237,91 @@ class Renderer:
 
     def reset_effects(self) -> None:
         """Drop every running particle/ribbon simulation: the next frame simulates from t = 0."""
+        self._ahead = None
         self.effects.reset()
 
-    def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None) -> Frame:
+    def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None, *,
+               then: FrameSpec | None = None) -> Frame:
+        """Draw and read back one frame. `then`: the frame the caller asks for next (same model and
+        digest; a batch's next time). It is posed while this frame rasterises (llvmpipe's threads
+        work from the flush on) and its draws are issued once this frame is read back, so the caller's
+        own work on this frame (encoding, storing) overlaps the next frame's rasterising; the call
+        `render(model, then, model_digest)` that follows only reads it back. The bytes are those of a
+        frame rendered alone (tests/test_pipeline.py). An exception while preparing `then` is raised
+        by that next call; a next call for another frame drops what was prepared."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead.serves(model, spec, model_digest):
+            if ahead.error is not None:
+                raise ahead.error
+            drawn = ahead.drawn
+        else:
+            drawn = self._issue(self._prepare(model, spec, model_digest))
+        posed = None if then is None else _Ahead.attempt(model, then, model_digest,
+                                                         lambda: self._prepare(model, then, model_digest))
+        frame = self._finish(drawn)
+        if posed is not None and posed.error is None:
+            posed = _Ahead.attempt(model, then, model_digest, lambda: self._issue(posed.drawn))
+        self._ahead = posed
+        return frame
+
+    def _prepare(self, model: Model, spec: FrameSpec, model_digest: str | None) -> _Drawn:
+        """Everything of a frame that is not GL drawing: pose, effects, camera, lights (the CPU part)."""
+        # Effects: the content hash seeds the emitters, so it is known before posing.
+        digest = self._digest(model, model_digest)
+        seq, camera, gpu, pose, fx = self._pose(model, spec, digest)
+        lights, notes = self._lights(model, spec, pose)
+        return _Drawn(model, spec, digest, seq, camera, gpu, pose, fx, lights, notes)
+
+    def _issue(self, d: _Drawn) -> _Drawn:
+        """Clear and issue the frame's draws, then flush: llvmpipe rasterises while the caller goes on."""
         # GL side: imported when a frame is drawn (`import renderer` stays light)
+        from renderer.gl.calls import fast
         from renderer.gl.model_program import ModelProgram
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import FrameDraw, draw_model
 
-        bg = spec.background_rgba()
-        # Effects: the content hash seeds the emitters, so it is known before posing.
-        digest = self._digest(model, model_digest)
-        seq, camera, gpu, pose, fx = self._pose(model, spec, digest)
-        aspect = spec.width / spec.height
+        spec = d.spec
         if self._program is None:
             self._program = ModelProgram()
             self._palette = PaletteBuffer()
-        lights, notes = self._lights(model, spec, pose)
-        draw = FrameDraw(camera, aspect, self._program, self._palette, spec, lights)
+        draw = FrameDraw(d.camera, spec.width / spec.height, self._program, self._palette, spec, d.lights)
         fb = self._framebuffer(spec.width, spec.height, spec.msaa)
         try:
-            fb.clear(bg)
+            fb.clear(spec.background_rgba())
             if spec.wireframe:
                 _polygon_mode(True)
             try:
-                draw_model(gpu, pose, draw)
+                draw_model(d.gpu, d.pose, draw)
             finally:
                 if spec.wireframe:
                     _polygon_mode(False)
-            if fx is not None:
-                self._draw_effects(fx, gpu, pose, draw)
-            if spec.events == "model" and model.event_objects:
-                self._draw_events(gpu, pose, draw)
-            rgba = fb.read_rgba()
-            granted = fb.granted_samples
+            if d.fx is not None:
+                d.stats = self._draw_effects(d.fx, d.gpu, d.pose, draw)
+            if spec.events == "model" and d.model.event_objects:
+                d.events = self._draw_events(d.gpu, d.pose, draw)
+            fast().glFlush()
         except BaseException:  # a frame that failed half-way: start the next one on a fresh framebuffer
             self._drop_framebuffer()
             raise
-        trace = self.trace(model, spec, seq, camera, granted, digest)
-        record = [dict(a) for a in gpu.search.record] if gpu.search is not None else []
-        return Frame(rgba, trace, list(gpu.diagnostics) + notes, record)
+        d.fb = fb
+        return d
+
+    def _finish(self, d: _Drawn) -> Frame:
+        """Read the issued frame back; its trace, diagnostics and asset records."""
+        try:
+            if d.fb is not self._current_framebuffer():
+                raise RuntimeError("the frame's framebuffer was replaced before it was read back")
+            rgba = d.fb.read_rgba()
+        except BaseException:
+            self._drop_framebuffer()
+            raise
+        if d.stats is not None:
+            self.effects.last_stats = d.stats
+        if d.events is not None:
+            self.last_events = d.events
+        trace = self.trace(d.model, d.spec, d.seq, d.camera, d.fb.granted_samples, d.digest)
+        record = [dict(a) for a in d.gpu.search.record] if d.gpu.search is not None else []
+        return Frame(rgba, trace, list(d.gpu.diagnostics) + d.notes, record)
 
     @staticmethod
     def _lights(model: Model, spec: FrameSpec, pose):
@@ -303,7 +352,11 @@ class Renderer:
         self._fb = (key, fb)
         return fb
 
+    def _current_framebuffer(self):
+        return None if self._fb is None else self._fb[1]
+
     def _drop_framebuffer(self) -> None:
+        self._ahead = None  # what was issued into it is gone too
         if self._fb is not None:
             fb, self._fb = self._fb[1], None
             fb.delete()
@@ -317,18 +370,18 @@ class Renderer:
             self._fx_programs = EffectPrograms()
         return replace(draw, effects=self._fx_programs)
 
-    def _draw_events(self, gpu, pose, draw) -> None:
+    def _draw_events(self, gpu, pose, draw):
         # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.fx.draw import EffectResources
         from renderer.fx.events import draw_events
 
-        self.last_events = draw_events(gpu, pose, self._with_effect_programs(draw), EffectResources.of(gpu, draw.spec))
+        return draw_events(gpu, pose, self._with_effect_programs(draw), EffectResources.of(gpu, draw.spec))
 
-    def _draw_effects(self, fx, gpu, pose, draw) -> None:
+    def _draw_effects(self, fx, gpu, pose, draw) -> dict:
         # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.fx.draw import draw_effects
 
-        self.effects.last_stats = draw_effects(fx, gpu, pose, self._with_effect_programs(draw))
+        return draw_effects(fx, gpu, pose, self._with_effect_programs(draw))
 
     def skinned_vertices(self, model: Model, spec: FrameSpec) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,
@@ -359,7 +412,7 @@ class Renderer:
         """The frame's trace: built once per model, settings, sequence, camera and granted MSAA (every
         part but the time), which is then set (a batch's frames differ in their time alone)."""
         traces = self._memo(model).traces
-        key = (replace(spec, time_ms=0), seq, camera, msaa, model_digest)
+        key = (_but_time(spec), seq, camera, msaa, model_digest)
         constant = traces.get(key)
         if constant is None:
             if len(traces) >= _MAX_TRACES:  # fit cameras differ frame by frame: keep the memo bounded
@@ -401,6 +454,7 @@ class Renderer:
         self.close()
 
     def close(self) -> None:
+        self._ahead = None
         self._drop_framebuffer()
         for gpu in self._models.values():
             gpu.delete()
@@ -423,6 +477,12 @@ class Renderer:
 
 
 _MAX_TRACES = 64  # trace memo entries per model
+_SPEC_FIELDS = tuple(f.name for f in fields(FrameSpec) if f.name != "time_ms")
+
+
+def _but_time(spec: FrameSpec) -> tuple:
+    """Every field of a spec but its time (a trace memo key; `dataclasses.replace` took 30 us a frame)."""
+    return tuple(getattr(spec, name) for name in _SPEC_FIELDS)
 
 
 def _fresh(value):
@@ -433,6 +493,46 @@ def _fresh(value):
     if isinstance(value, list):
         return [_fresh(v) for v in value]
     return value
+
+
+@dataclass(eq=False)
+class _Drawn:
+    """One frame between its phases (Renderer._prepare, _issue, _finish)."""
+
+    model: Model
+    spec: FrameSpec
+    digest: str
+    seq: int | None
+    camera: Camera
+    gpu: object  # renderer.scene.ModelGPU
+    pose: object
+    fx: object
+    lights: object
+    notes: list
+    fb: object = None  # the framebuffer it was issued into
+    stats: dict | None = None  # the effects' draw counts (Renderer.effects.last_stats once read back)
+    events: object = None
+
+
+@dataclass(eq=False)
+class _Ahead:
+    """The frame a `render(then=...)` prepared for the next call: its state, or what preparing it raised."""
+
+    model: Model
+    spec: FrameSpec
+    model_digest: str | None
+    drawn: _Drawn | None = None
+    error: Exception | None = None
+
+    @classmethod
+    def attempt(cls, model: Model, spec: FrameSpec, model_digest: str | None, step) -> _Ahead:
+        try:
+            return cls(model, spec, model_digest, drawn=step())
+        except Exception as e:  # noqa: BLE001 - raised by the call that asks for this frame
+            return cls(model, spec, model_digest, error=e)
+
+    def serves(self, model: Model, spec: FrameSpec, model_digest: str | None) -> bool:
+        return self.model is model and self.model_digest == model_digest and self.spec == spec
 
 
 @dataclass(eq=False)

@@ -18,7 +18,7 @@ import numpy as np
 
 from renderer import blending, hd
 from renderer.errors import Diagnostic
-from renderer.gl.calls import check
+from renderer.gl.calls import check, fast
 from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
 from renderer.gl.state import StateCache
 from renderer.hd import is_hd
@@ -220,9 +220,10 @@ def upload_palettes(pose, palette) -> list[int]:
             at += len(p)
         offsets.append(row)
     palette.upload(np.concatenate(parts) if parts else np.zeros((1, 4, 4), np.float32))
-    GL.glActiveTexture(GL.GL_TEXTURE1)
-    GL.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
-    GL.glActiveTexture(GL.GL_TEXTURE0)
+    gl = fast()
+    gl.glActiveTexture(GL.GL_TEXTURE1)
+    gl.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
+    gl.glActiveTexture(GL.GL_TEXTURE0)
     return offsets
 
 
@@ -238,6 +239,8 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
     rule = lighting_rule(draw.lighting)
     program.select_lights(lights is not None)
     framed: dict[tuple, tuple[int, dict]] = {}  # the variants this frame has bound, with the frame's uniforms
+    eye = tuple(float(v) for v in camera.eye)
+    frame_key = (view.tobytes(), projection.tobytes(), eye, draw.lighting)  # what the frame's uniforms hold
 
     def bind(p: LayerPass) -> tuple[int, dict]:
         """Bind the layer's program variant; the first time in the frame, load the frame's uniforms."""
@@ -248,21 +251,26 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
             return found
         prog, loc = framed[key] = program.variant(*key)
         cache.use_program(prog)
-        GL.glUniformMatrix4fv(loc["u_view"], 1, GL.GL_TRUE, view)
-        GL.glUniformMatrix4fv(loc["u_projection"], 1, GL.GL_TRUE, projection)
-        program.set_lighting(loc, rule)
-        GL.glUniform1i(loc["u_texture"], 0)
-        GL.glUniform1i(loc["u_palette"], 1)
+        held = program.uniform_values
+        if lights is None and held.get((prog, "frame")) == frame_key:
+            return prog, loc  # an earlier frame set them to these values
+        held[(prog, "frame")] = frame_key if lights is None else None
+        # the frame's uniforms, each set where the program holds another value
+        cache.uniform_matrix(prog, loc["u_view"], gl.glUniformMatrix4fv, view)
+        cache.uniform_matrix(prog, loc["u_projection"], gl.glUniformMatrix4fv, projection)
+        program.set_lighting(loc, rule, cache, prog)
+        cache.uniform(prog, loc["u_texture"], gl.glUniform1i, 0)
+        cache.uniform(prog, loc["u_palette"], gl.glUniform1i, 1)
         for slot, name in HD_SLOT_UNIFORMS.items():
-            GL.glUniform1i(loc[name], HD_SLOT_UNITS[slot])
-        GL.glUniform3f(loc["u_eye"], *camera.eye)
+            cache.uniform(prog, loc[name], gl.glUniform1i, HD_SLOT_UNITS[slot])
+        cache.uniform(prog, loc["u_eye"], gl.glUniform3f, *eye)
         if lights is not None:
             program.set_lights(loc, lights)
         return prog, loc
 
     offsets = upload_palettes(pose, palette)
 
-    cache = StateCache()  # the loop sets only what differs from the layer before
+    cache = StateCache(program.uniform_values)  # the loop sets only what differs from before
     gl = cache.gl
     cache.enable(GL.GL_DEPTH_TEST, True)
     cache.depth_func(GL.GL_LEQUAL)

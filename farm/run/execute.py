@@ -333,6 +333,7 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
     before = kind.done_before(store, job_id, batch) if attempt > 1 else {}
     renderer = acquire_renderer(renderer_factory, abort)
     failed = 0
+    ahead = _ahead(renderer, batch, work, before)
     try:
         for key, t in work.frames:
             if key in before:  # an earlier delivery rendered and recorded it
@@ -342,7 +343,8 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
             try:
                 started = time.perf_counter()
                 with frame_deadline(budgets.frame_seconds):
-                    frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest)
+                    frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest,
+                                            **ahead.get(key, {}))
                 kept = kind.keep(batch, store, model, frame, key, t, work)
                 kept.render_s = round(time.perf_counter() - started, 6)
                 frames.append(kept)
@@ -362,6 +364,15 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
     finally:
         _forget(renderer, model)
     return finish()
+
+
+def _ahead(renderer, batch: Batch, work: Work, before: dict) -> dict[str, dict]:
+    """key -> {"then": the spec of the frame rendered after it}, for a renderer that renders ahead
+    (renderer.frame.Renderer: it poses and issues the next frame while this one rasterises); {} else."""
+    if not getattr(renderer, "renders_ahead", False):
+        return {}
+    todo = [(k, t) for k, t in work.frames if k not in before]
+    return {k: {"then": batch.frame_spec(work.sequence, t)} for (k, _), (_, t) in zip(todo, todo[1:], strict=False)}
 
 
 def _alive(pid: int) -> bool:

@@ -91,6 +91,19 @@ def _call(what: str, fn, *args):
     return result
 
 
+_GET_CURRENT = []
+
+
+def _current_context() -> int | None:
+    """eglGetCurrentContext of this thread, as an address: a bare ctypes call (about 1 us; through
+    PyOpenGL's wrapper and a cast, 30 us)."""
+    if not _GET_CURRENT:
+        from OpenGL import platform
+
+        _GET_CURRENT.append(ctypes.CFUNCTYPE(ctypes.c_void_p)(("eglGetCurrentContext", platform.PLATFORM.EGL)))
+    return _GET_CURRENT[0]()
+
+
 def _handle_is_null(handle) -> bool:
     if handle is None:
         return True
@@ -345,6 +358,11 @@ class EGLContext(GLContext):
 
     def _make_current(self) -> None:
         EGL = self._EGL
+        mine = self.__dict__.get("_context_id")
+        if mine is None:
+            mine = self._context_id = ctypes.cast(self.context, ctypes.c_void_p).value
+        if mine and _current_context() == mine:
+            return  # current on this thread already (a frame asks every time: the calls took 70 us)
         EGL.eglBindAPI(EGL.EGL_OPENGL_API)  # the bound API is per thread
         _call(
             "eglMakeCurrent",

@@ -255,6 +255,7 @@ class ModelProgram:
     def __init__(self):
         self._variants: dict[tuple, tuple[int, dict]] = {}  # (lights, hd, shaded, alpha_test) -> program, locations
         self.lights = False
+        self.uniform_values: dict = {}  # (program, location) -> the value it holds (StateCache's `uniforms`)
 
     def select_lights(self, on: bool) -> None:
         """Make `variant` give the programs with (on) or without the model-light loop."""
@@ -279,16 +280,16 @@ class ModelProgram:
         return found
 
     @staticmethod
-    def set_lighting(loc: dict, rule) -> None:
-        """Load a `renderer.rules.LightingRule` into the uniforms at `loc` (of the bound program)."""
-        from OpenGL import GL
-
+    def set_lighting(loc: dict, rule, cache, program: int) -> None:
+        """Load a `renderer.rules.LightingRule` into the uniforms at `loc` of the bound `program`,
+        through `cache` (a renderer.gl.state.StateCache: values it holds already are not set again)."""
+        gl = cache.gl
         vector = rule.vector if rule.point else rule.to_light()
-        GL.glUniform3f(loc["u_light_vector"], *vector)
-        GL.glUniform1i(loc["u_light_point"], 1 if rule.point else 0)
-        GL.glUniform1f(loc["u_ambient"], rule.ambient)
-        GL.glUniform1f(loc["u_diffuse"], rule.diffuse)
-        GL.glUniform1i(loc["u_flip_back"], 1 if rule.flip_back_faces else 0)
+        cache.uniform(program, loc["u_light_vector"], gl.glUniform3f, *(float(v) for v in vector))
+        cache.uniform(program, loc["u_light_point"], gl.glUniform1i, 1 if rule.point else 0)
+        cache.uniform(program, loc["u_ambient"], gl.glUniform1f, float(rule.ambient))
+        cache.uniform(program, loc["u_diffuse"], gl.glUniform1f, float(rule.diffuse))
+        cache.uniform(program, loc["u_flip_back"], gl.glUniform1i, 1 if rule.flip_back_faces else 0)
 
     @staticmethod
     def set_lights(loc: dict, lights) -> None:
@@ -308,3 +309,4 @@ class ModelProgram:
         for program, _ in self._variants.values():
             GL.glDeleteProgram(program)
         self._variants = {}
+        self.uniform_values = {}

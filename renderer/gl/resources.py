@@ -139,18 +139,22 @@ class PaletteBuffer:
         """matrices: (M, 4, 4); only the first three rows are stored."""
         from OpenGL import GL
 
+        from .calls import fast
+
+        gl = fast()  # a frame's upload: unchecked calls (the draw loop checks after its draws)
         rows = np.ascontiguousarray(np.asarray(matrices, np.float32)[:, :3, :]).reshape(-1)
         if len(rows) == 0:
             rows = np.zeros(12, np.float32)
-        GL.glBindBuffer(GL.GL_TEXTURE_BUFFER, self.buffer)
+        data = ctypes.c_void_p(rows.ctypes.data)
+        gl.glBindBuffer(GL.GL_TEXTURE_BUFFER, self.buffer)
         if rows.nbytes > self.capacity:
-            GL.glBufferData(GL.GL_TEXTURE_BUFFER, rows.nbytes, rows, GL.GL_DYNAMIC_DRAW)
+            gl.glBufferData(GL.GL_TEXTURE_BUFFER, rows.nbytes, data, GL.GL_DYNAMIC_DRAW)
             self.capacity = rows.nbytes
+            gl.glBindTexture(GL.GL_TEXTURE_BUFFER, self.texture)  # the texture follows the buffer from here on
+            gl.glTexBuffer(GL.GL_TEXTURE_BUFFER, GL.GL_RGBA32F, self.buffer)
         else:
-            GL.glBufferSubData(GL.GL_TEXTURE_BUFFER, 0, rows.nbytes, rows)
-        GL.glBindTexture(GL.GL_TEXTURE_BUFFER, self.texture)
-        GL.glTexBuffer(GL.GL_TEXTURE_BUFFER, GL.GL_RGBA32F, self.buffer)
-        GL.glBindBuffer(GL.GL_TEXTURE_BUFFER, 0)
+            gl.glBufferSubData(GL.GL_TEXTURE_BUFFER, 0, rows.nbytes, data)
+        gl.glBindBuffer(GL.GL_TEXTURE_BUFFER, 0)
 
     def delete(self) -> None:
         from OpenGL import GL

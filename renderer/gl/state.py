@@ -4,8 +4,11 @@ draw loop sets it through."""
 from __future__ import annotations
 
 import ctypes
+import itertools
 
 from .calls import fast
+
+_CACHES = itertools.count()  # each StateCache's token: a `key` of uniform_matrix holds for its cache only
 
 _FACTORS: dict[str, int] = {}
 
@@ -27,13 +30,18 @@ class StateCache:
 
     Valid while nothing else changes that state: a loop makes one, starting from knowing nothing,
     and drops it when it ends. Uses the unchecked calls of `renderer.gl.calls` (the loop checks
-    for errors once at its end)."""
+    for errors once at its end).
 
-    def __init__(self):
+    Uniform values live in their program object, which only its owner's loops set: `uniforms`, a dict
+    the owner keeps for its programs (ModelProgram.uniform_values), carries what they hold from frame
+    to frame, so a frame sets only the uniforms whose values changed since the frame before."""
+
+    def __init__(self, uniforms: dict | None = None):
         self.gl = fast()
         self._caps: dict[int, bool] = {}
         self._known: dict = {}
-        self._uniforms: dict = {}
+        self._uniforms: dict = {} if uniforms is None else uniforms
+        self._token = next(_CACHES)
 
     def _set(self, key, value) -> bool:
         """Record `value` under `key`; True when it differs from what was set before."""
@@ -106,10 +114,11 @@ class StateCache:
 
         slot = (program, location)
         if key is not None:
-            if self._uniforms.get(slot, _UNSET) == ("key", key):
+            key = ("key", self._token, key)
+            if self._uniforms.get(slot, _UNSET) == key:
                 return
             m = np.ascontiguousarray(matrix, np.float32)
-            self._uniforms[slot] = ("key", key)
+            self._uniforms[slot] = key
         else:
             m = np.ascontiguousarray(matrix, np.float32)
             data = m.tobytes()
