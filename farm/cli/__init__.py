@@ -35,6 +35,7 @@ from farm.cli.common import UsageError
 from farm.cli.parser import FarmParser
 from farm.cli.quiet import errors_only
 from farm.environment import check_environment, variables_help
+from farm.escape import TerminalStream
 from farm.goldens import GoldenError
 from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
@@ -95,6 +96,18 @@ def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: what it prints reaches the terminal escaped (farm.escape.TerminalStream)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalStream(out), TerminalStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
     except SettingError as e:

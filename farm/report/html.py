@@ -24,6 +24,7 @@ from jinja2 import Environment, FileSystemLoader
 
 from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
+from farm.escape import html_finalize
 from farm.files import atomic_write, json_bytes
 from farm.report.junit import junit_xml
 from farm.report.markdown import markdown_summary
@@ -40,7 +41,7 @@ STATIC = HERE / "static"
 
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=True,
-                      lstrip_blocks=True, keep_trailing_newline=True)
+                      lstrip_blocks=True, keep_trailing_newline=True, finalize=html_finalize)
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.3f}%"
     env.filters["num"] = lambda v, d=6: "-" if v is None else f"{v:.{d}f}"
     return env
