@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -262,7 +264,33 @@ def _warn_blank(name: str, model, seq, blank: list[tuple[int, str]], count: int)
     print(f"warning: {blank_warning(name, model, seq, t, reason)}{more}", file=sys.stderr)
 
 
+STDOUT = "/dev/stdout"  # what `-o -` writes to
+
+
+def writes_stdout(output: str) -> bool:
+    """Whether -o is this command's own stdout: `-`, /dev/stdout, /dev/fd/1, or the file or pipe that
+    descriptor 1 is (`-o so.png > so.png`)."""
+    if output == "-":
+        return True
+    try:
+        have, mine = os.stat(output), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (have.st_dev, have.st_ino) == (mine.st_dev, mine.st_ino)
+
+
 def cmd_render(args) -> int:
+    """`farm render`; when the image goes to stdout (`-o -`, `-o /dev/stdout`), everything else the
+    command prints goes to stderr, so stdout holds the image alone."""
+    if not writes_stdout(args.output):
+        return _render(args)
+    if args.output == "-":
+        args.output = STDOUT
+    with contextlib.redirect_stdout(sys.stderr):
+        return _render(args)
+
+
+def _render(args) -> int:
     animated = _animated(args)
     fmt = _output_format(args.output, animated)
     model = load_model_arg(args.model, strict=args.strict, **_halo_options(args))
@@ -360,7 +388,7 @@ def add_parsers(sub) -> None:
                                  " maps/x.w3x:path/in/archive.mdx")
     s.add_argument("-o", "--output", required=True, help="the image to write, .png (trace in a text chunk) or .webp"
                    " (lossless, trace in a .json sidecar): this command's one output; numbered when several times are"
-                   " rendered")
+                   " rendered; `-` (or /dev/stdout): a PNG to stdout, everything else to stderr")
     s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
     s.add_argument("--times", help="several times in ms, e.g. 0,250,500")
