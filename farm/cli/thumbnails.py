@@ -26,7 +26,8 @@ def cmd_thumbnails(args) -> int:
                                       game=tuple(args.game), camera=args.camera)
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
                             animated=args.animated, frames=args.frames,
-                            sheet=args.sheet, assets=tuple(args.assets), render=render)
+                            sheet=args.sheet, assets=tuple(args.assets), render=render,
+                            follow_links=args.follow_links)
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
                                   listfile=args.listfile,
@@ -73,6 +74,10 @@ def add_parsers(sub) -> None:
     s.add_argument("--missing-textures", choices=MISSING_MODES, default=DEFAULT_MISSING_TEXTURES,
                    help=f"what a texture that cannot be found is drawn as (default {DEFAULT_MISSING_TEXTURES})")
     s.add_argument("--force", action="store_true", help="render every model, even those up to date")
+    s.add_argument("--follow-links", action="store_true",
+                   help="read models and archives that are links to files outside the roots named (refused and"
+                        " listed by default); a texture found through a link out of the searched folders is"
+                        " always refused")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
                                     " process pool)")
