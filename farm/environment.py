@@ -13,9 +13,11 @@ farm.project, then the built-in default).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import socket
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -118,17 +120,27 @@ def variable_default(name: str) -> str:
 
 # The integer FARM_* variables and their bounds (minimum, maximum or None): env_int checks a value
 # against them wherever it is read, and check_environment checks them all before a command starts.
+# Every one has an upper bound: a value past it is a typo or an attack, never a setting (a time
+# limit of 10^26 s, a cache of 10^26 MiB).
+_DAY, _WEEK = 24 * 3600, 7 * 24 * 3600
 INT_BOUNDS: dict[str, tuple[int, int | None]] = {
-    "FARM_PROGRESS_EVERY": (1, None), "FARM_SOFT_TIME_LIMIT": (0, None), "FARM_TIME_LIMIT": (0, None),
-    "FARM_VISIBILITY_TIMEOUT": (0, None), "FARM_RESTORE_INTERVAL": (0, None),
-    "FARM_SOFT_SHUTDOWN_TIMEOUT": (0, None), "FARM_BROKER_RETRY_S": (0, None), "FARM_FRAME_TIME_LIMIT": (0, None),
-    "FARM_MEMORY_LIMIT_MB": (0, None), "FARM_STALL_GRACE_S": (0, None), "FARM_MAX_FRAMES": (0, None),
-    "FARM_BATCH_FRAMES": (1, None), "FARM_MAX_TASKS_PER_CHILD": (0, None), "FARM_MAX_MEMORY_PER_CHILD": (0, None),
-    "FARM_TASK_MAX_RETRIES": (0, None), "FARM_RETRY_BACKOFF": (0, None), "FARM_RETRY_BACKOFF_MAX": (0, None),
-    "FARM_MAX_DELIVERIES": (1, None), "FARM_INPUT_CACHE_MB": (0, None), "FARM_NIGHTLY_HOUR": (0, 23),
-    "FARM_NIGHTLY_MINUTE": (0, 59),
-    "FARM_NIGHTLY_TIME_LIMIT": (60, 7 * 24 * 3600),
+    "FARM_PROGRESS_EVERY": (1, _DAY), "FARM_SOFT_TIME_LIMIT": (0, _WEEK), "FARM_TIME_LIMIT": (0, _WEEK),
+    "FARM_VISIBILITY_TIMEOUT": (0, 2 * _WEEK), "FARM_RESTORE_INTERVAL": (0, _DAY),
+    "FARM_SOFT_SHUTDOWN_TIMEOUT": (0, _DAY), "FARM_BROKER_RETRY_S": (0, _WEEK), "FARM_FRAME_TIME_LIMIT": (0, _DAY),
+    "FARM_MEMORY_LIMIT_MB": (0, 1 << 24), "FARM_STALL_GRACE_S": (0, _DAY), "FARM_MAX_FRAMES": (0, 10 ** 9),
+    "FARM_BATCH_FRAMES": (1, 10 ** 6), "FARM_MAX_TASKS_PER_CHILD": (0, 10 ** 9),
+    "FARM_MAX_MEMORY_PER_CHILD": (0, 1 << 34), "FARM_TASK_MAX_RETRIES": (0, 1000), "FARM_RETRY_BACKOFF": (0, _DAY),
+    "FARM_RETRY_BACKOFF_MAX": (0, _WEEK), "FARM_MAX_DELIVERIES": (1, 1000), "FARM_INPUT_CACHE_MB": (0, 1 << 24),
+    "FARM_NIGHTLY_HOUR": (0, 23), "FARM_NIGHTLY_MINUTE": (0, 59),
+    "FARM_NIGHTLY_TIME_LIMIT": (60, _WEEK),
 }
+# The least a non-zero value may be where less cannot work: a worker process holding a renderer and
+# its GL context does not start in less (128 MiB fails every frame, 256 MiB renders the samples).
+LEAST_WORKING: dict[str, tuple[int, str]] = {
+    "FARM_MEMORY_LIMIT_MB": (256, "MiB: a worker process needs that much to start its renderer"),
+}
+_DIGITS = re.compile(r"-?[0-9]{1,30}")  # ASCII digits only: not '٣', '1_0', ' 1e3' or '+5'
+RENDERERS = ("gl", "synthetic")  # FARM_RENDERER's own names; anything else is module:factory
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
@@ -136,6 +148,25 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
     command fails before it starts anything rather than midway, when the variable is first read."""
     for name in INT_BOUNDS:
         env_int(name, None, environ)
+    check_renderer(env_str("FARM_RENDERER", environ))
+
+
+def check_renderer(kind: str) -> str:
+    """FARM_RENDERER: gl, synthetic, or module:factory whose module can be found (found, not
+    imported: the factory runs in the workers); else one SettingError sentence."""
+    if kind in RENDERERS:
+        return kind
+    if not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", kind or "", re.ASCII):
+        raise SettingError(f"FARM_RENDERER must be one of {', '.join(RENDERERS)} or module:factory (a module"
+                           f" and a zero-argument callable in it), not {kind!r}")
+    module = kind.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that is not there
+        found = False
+    if not found:
+        raise SettingError(f"FARM_RENDERER={kind}: no module {module!r} can be imported here")
+    return kind
 
 
 def variables_help() -> str:
@@ -176,14 +207,17 @@ def env_int(name: str, default: int | None = _TABLE, environ: Mapping[str, str] 
     raw = str(env.get(name, "")).strip()
     if not raw:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SettingError(f"{name} must be an integer, not {raw!r}") from None
+    if not _DIGITS.fullmatch(raw):
+        where = f"from {minimum} to {maximum}" if maximum is not None else f">= {minimum}"
+        raise SettingError(f"{name} must be an integer, not {raw[:40]!r} (ASCII digits, {where})")
+    value = int(raw)
     if maximum is not None and not minimum <= value <= maximum:
-        raise SettingError(f"{name} must be from {minimum} to {maximum}, not {value}")
+        raise SettingError(f"{name} must be from {minimum} to {maximum}, not {raw[:40]}")
     if value < minimum:
         raise SettingError(f"{name} must be >= {minimum}, not {value}")
+    least, why = LEAST_WORKING.get(name, (0, ""))
+    if 0 < value < least:
+        raise SettingError(f"{name}={value} is too little: 0 (no limit) or at least {least} {why}")
     return value
 
 
@@ -250,6 +284,13 @@ def check_broker(url: str, name: str = "--broker") -> str:
     if not sep or scheme not in BROKER_SCHEMES:
         raise SettingError(f"{name} {shown!r} is not a broker URL: expected redis://HOST:PORT/DB"
                            f" (scheme {' or '.join(BROKER_SCHEMES)})")
+    try:  # what the Redis client parses it with: an unclosed '[' or a stray ']'
+        parts = urllib.parse.urlsplit(url)
+    except ValueError as e:
+        raise SettingError(f"{name} {shown!r} is a malformed URL ({e}): expected redis://HOST:PORT/DB") from None
+    if ("[" in parts.netloc) != ("]" in parts.netloc):
+        raise SettingError(f"{name} {shown!r} is a malformed URL (unbalanced brackets): expected"
+                           f" redis://HOST:PORT/DB")
     path = rest.partition("/")[2]
     host, colon, port = _host_port(url)
     if not host.strip("[]"):

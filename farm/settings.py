@@ -138,7 +138,8 @@ def check_camera(value, name: str = "camera") -> str:
     if not value or "|" in value:
         raise SettingError(f"{name} must be \"auto\", a camera name or ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]"
                            f" (no '|'), not {value!r}")
-    if re.fullmatch(r"[-+0-9.eEaAnNiIfF,:\s]+", value) and any(c.isdigit() for c in value.split(":")[0]):
+    # numbers, or words float() reads as numbers ("nan,nan,nan:0,0,0"): an explicit camera, checked
+    if re.fullmatch(r"[-+0-9.eEaAnNiIfFtTyY,:\s]+", value) and ("," in value or any(c.isdigit() for c in value)):
         groups = value.split(":")
         ok = 2 <= len(groups) <= 4 and all(len(g.split(",")) == 3 for g in groups[:3])
         if ok and len(groups) == 4:

@@ -107,7 +107,9 @@ def _missing_sentence(entry: dict, drawn: str) -> str:
     and what the frame draws instead (`drawn`)."""
     looked = entry.get("looked") or []
     where = f"; looked in {len(looked)} place(s): {', '.join(looked)}" if looked else ""
-    return f"{entry['kind']} {entry['asked']!r} {entry['why']}{where}; {drawn}"
+    links = [n for n in entry.get("notes") or () if n.startswith("refused ")]  # a link out of the roots
+    refused = f"; {'; '.join(links)}" if links else ""
+    return f"{entry['kind']} {entry['asked']!r} {entry['why']}{where}{refused}; {drawn}"
 
 
 def _source_missing(source, entries: list[dict], reported: set, out: TextureSet) -> None:

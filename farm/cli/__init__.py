@@ -35,6 +35,7 @@ from farm.cli.common import UsageError
 from farm.cli.parser import FarmParser
 from farm.cli.quiet import errors_only
 from farm.environment import check_environment, variables_help
+from farm.escape import TerminalStream
 from farm.goldens import GoldenError
 from farm.plan.batches import TooManyFrames
 from farm.plan.manifest import ManifestError
@@ -63,13 +64,31 @@ def _apply_project(sub: argparse._SubParsersAction) -> None:
     used = set()
     for parser in sub.choices.values():
         dests = {a.dest for a in parser._actions}
-        chosen = {k: v for k, v in defaults.items() if k in dests}
+        chosen = {k: _checked_default(proj.path, parser, k, v) for k, v in defaults.items() if k in dests}
         if chosen:
             parser.set_defaults(**chosen)
             used |= set(chosen)
     unknown = sorted(set(proj.defaults or {}) - used)
     if unknown:
         raise SettingError(f"{proj.path}: [defaults] {', '.join(unknown)}: no command has such an option")
+
+
+def _checked_default(path, parser: argparse.ArgumentParser, dest: str, value):
+    """A farm.toml [defaults] value through the checks its option has on the command line (the
+    option's `type`, each item of a list, and its `choices`), since set_defaults bypasses them."""
+    action = next(a for a in parser._actions if a.dest == dest)
+    items = value if isinstance(value, list) else [value]
+    checked = []
+    for item in items:
+        try:
+            one = action.type(str(item)) if action.type is not None and not isinstance(item, bool) else item
+        except (argparse.ArgumentTypeError, ValueError, TypeError) as e:
+            raise SettingError(f"{path}: [defaults] {dest} = {item!r}: {e}") from None
+        if action.choices is not None and one not in action.choices:
+            raise SettingError(f"{path}: [defaults] {dest} = {item!r}: must be one of"
+                               f" {', '.join(map(str, action.choices))}")
+        checked.append(one)
+    return checked if isinstance(value, list) else checked[0]
 
 
 def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
@@ -95,6 +114,18 @@ def build_parser(with_project: bool = True) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: what it prints reaches the terminal escaped (farm.escape.TerminalStream)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalStream(out), TerminalStream(err)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         parser = build_parser()
     except SettingError as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -121,13 +122,14 @@ team_arg = _arg(check_team, "--team")
 msaa_arg = _arg(check_msaa, "--msaa")
 
 
+MAX_WORKERS = 1024  # local processes: more is a typo (each holds a renderer and a GL context)
+
+
 def workers_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"--workers must be a whole number >= 1, got {text!r}")
+    text = str(text).strip()
+    n = int(text) if re.fullmatch(r"[0-9]{1,5}", text) else 0  # ASCII digits: not '٣' or '1_0'
+    if not 1 <= n <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"--workers must be a whole number from 1 to {MAX_WORKERS}, got {text!r}")
     return n
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
 
 from farm.cli.common import UsageError, folder_models, load_model_arg, msaa_arg, size_arg, team_arg
 from farm.environment import default_game
+from farm.escape import terminal
 from farm.files import atomic_write, atomic_write_json
 from farm.images import (
     ANIMATION_FORMATS,
@@ -37,7 +40,7 @@ from farm.settings import (
 from renderer.anim import UnknownSequence
 from renderer.assets import MpqError, list_models, read_source
 from renderer.assets.search import AssetSearch, ModelLocation
-from renderer.assets.sources import is_archive
+from renderer.assets.sources import entry_problem, is_archive
 from renderer.camera import CameraError
 from renderer.files import is_stream
 from renderer.formats import save_model
@@ -103,7 +106,8 @@ def _inspect_archive(args) -> int:
         entry = shlex.quote(models[0]) if shlex.quote(models[0]) != models[0] else f"'{models[0]}'"
         commands = [f"inspect one: farm inspect {entry}",
                     f"render one:  farm render {entry} -o {shlex.quote(Path(models[0]).stem + '.png')}"]
-    return _list_models(args, "archive", "an archive", models, commands)
+    problems = {m: why for m in models if (why := entry_problem(m))}
+    return _list_models(args, "archive", "an archive", models, commands, problems)
 
 
 def _inspect_folder(args) -> int:
@@ -114,15 +118,21 @@ def _inspect_folder(args) -> int:
     return _list_models(args, "folder", "a folder", models, commands)
 
 
-def _list_models(args, key: str, what: str, models: list[str], commands: list[str]) -> int:
+def _list_models(args, key: str, what: str, models: list[str], commands: list[str],
+                 problems: dict[str, str] | None = None) -> int:
     """What `farm inspect` prints for an archive or a folder (`what`): its models (JSON with --json,
-    the file under `key`), then `commands` to paste."""
+    the file under `key`), each with its problem when it has one (an entry name too long to open),
+    then `commands` to paste. Names are escaped for the terminal (farm.escape.terminal)."""
+    problems = problems or {}
     if args.json:
-        print(json.dumps({key: args.file, "models": models}, indent=2, sort_keys=True))
+        doc = {key: args.file, "models": models, **({"problems": problems} if problems else {})}
+        print(json.dumps(doc, indent=2, sort_keys=True))
         return 0
-    print(f"{args.file}: {what} holding {len(models)} model(s)")
-    for line in [f"  {m}" for m in models] + commands:
-        print(line)
+    print(f"{terminal(args.file)}: {what} holding {len(models)} model(s)")
+    for m in models:
+        print(f"  {terminal(m)}" + (f"  (cannot be opened: the entry {problems[m]})" if m in problems else ""))
+    for line in commands:
+        print(terminal(line))
     return 0
 
 
@@ -255,7 +265,33 @@ def _warn_blank(name: str, model, seq, blank: list[tuple[int, str]], count: int)
     print(f"warning: {blank_warning(name, model, seq, t, reason)}{more}", file=sys.stderr)
 
 
+STDOUT = "/dev/stdout"  # what `-o -` writes to
+
+
+def writes_stdout(output: str) -> bool:
+    """Whether -o is this command's own stdout: `-`, /dev/stdout, /dev/fd/1, or the file or pipe that
+    descriptor 1 is (`-o so.png > so.png`)."""
+    if output == "-":
+        return True
+    try:
+        have, mine = os.stat(output), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (have.st_dev, have.st_ino) == (mine.st_dev, mine.st_ino)
+
+
 def cmd_render(args) -> int:
+    """`farm render`; when the image goes to stdout (`-o -`, `-o /dev/stdout`), everything else the
+    command prints goes to stderr, so stdout holds the image alone."""
+    if not writes_stdout(args.output):
+        return _render(args)
+    if args.output == "-":
+        args.output = STDOUT
+    with contextlib.redirect_stdout(sys.stderr):
+        return _render(args)
+
+
+def _render(args) -> int:
     animated = _animated(args)
     fmt = _output_format(args.output, animated)
     model = load_model_arg(args.model, strict=args.strict, **_halo_options(args))
@@ -353,7 +389,7 @@ def add_parsers(sub) -> None:
                                  " maps/x.w3x:path/in/archive.mdx")
     s.add_argument("-o", "--output", required=True, help="the image to write, .png (trace in a text chunk) or .webp"
                    " (lossless, trace in a .json sidecar): this command's one output; numbered when several times are"
-                   " rendered")
+                   " rendered; `-` (or /dev/stdout): a PNG to stdout, everything else to stderr")
     s.add_argument("--sequence", help="sequence name (case-insensitive) or index; default: the first")
     s.add_argument("--time", type=int, help="ms from the sequence start (default: the middle of the sequence)")
     s.add_argument("--times", help="several times in ms, e.g. 0,250,500")

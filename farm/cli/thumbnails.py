@@ -29,7 +29,8 @@ def cmd_thumbnails(args) -> int:
                                       game=tuple(args.game), camera=args.camera)
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
                             animated=args.animated, frames=args.frames,
-                            sheet=args.sheet, assets=tuple(args.assets), render=render)
+                            sheet=args.sheet, assets=tuple(args.assets), render=render,
+                            follow_links=args.follow_links)
     try:
         summary = make_thumbnails(args.roots, args.out, opts, broker=args.broker, workers=args.workers,
                                   listfile=args.listfile, progress=False if args.no_progress else None,
@@ -87,6 +88,10 @@ def add_parsers(sub) -> None:
                    help="auto (default: travel with an s3:// --out), travel (the models and their textures go"
                         " through the store, for workers that see only the bucket) or shared (workers open them"
                         " at their paths)")
+    s.add_argument("--follow-links", action="store_true",
+                   help="read models and archives that are links to files outside the roots named (refused and"
+                        " listed by default); a texture found through a link out of the searched folders is"
+                        " always refused")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
                                     " process pool)")

@@ -111,7 +111,7 @@ THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 # Render settings: allowed at the top level and in each [[models]] entry.
 SETTINGS = ("assets", "game", "lighting", "lights", "events", "size", "msaa", "background", "camera", "team",
             "missing_textures", "missing", "sequences", "timestamps", "every", "thresholds")
-TOP_KEYS = ("name", "models", "listfile", *SETTINGS)
+TOP_KEYS = ("name", "models", "listfile", "follow_links", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
 THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
 
@@ -446,7 +446,25 @@ def _trace_thresholds(ctx: _Ctx, table: dict) -> list[TraceThresholds]:
     return out
 
 
-def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path, listfile: str | None = None) -> list[Path]:
+def _refuse_links(ctx: _Ctx, k: tuple, pattern: str, full: str, matches: list[str]) -> None:
+    """A glob's match that is a link whose real path leaves the folder the glob searches (its part
+    before the first wildcard) is refused, naming the link and where it points (issue 34 item 4);
+    `follow_links = true` in the manifest follows it."""
+    fixed = []
+    for part in Path(full).parts:
+        if glob.has_magic(part):
+            break
+        fixed.append(part)
+    base = Path(os.path.realpath(Path(*fixed) if fixed else "."))
+    for p in matches:
+        real = Path(os.path.realpath(p))
+        if not real.is_relative_to(base):
+            raise ctx.error(k, f"{_where(k)}: {pattern!r} matches {p}, a link to {real}, outside {base}; refused"
+                               f" (follow_links = true in the manifest follows it)")
+
+
+def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path, listfile: str | None = None,
+                 follow_links: bool = False) -> list[Path]:
     if "path" in entry and "paths" in entry:
         raise ctx.error((*key, "paths"), f"{_where(key)} gives both 'path' and 'paths'; use one")
     if "path" in entry:
@@ -468,7 +486,10 @@ def _model_files(ctx: _Ctx, key: tuple, entry: dict, root: Path, listfile: str |
         outer = str(split[0]) if split else pattern
         full = outer if os.path.isabs(outer) else str(root / outer)
         if glob.has_magic(outer):
-            found = sorted(str(Path(p).resolve()) for p in glob.glob(full, recursive=True) if os.path.isfile(p))
+            matches = [p for p in glob.glob(full, recursive=True) if os.path.isfile(p)]
+            if not follow_links:
+                _refuse_links(ctx, k, pattern, full, matches)
+            found = sorted(str(Path(p).resolve()) for p in matches)
         else:
             found = [str(Path(full).resolve())] if os.path.isfile(full) else []
         if split:  # models inside archives: "maps/*.w3x:**/*.mdx" (entries matched case-insensitively)
@@ -531,11 +552,14 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
         listfile = str((root / _str(ctx, ("listfile",), data["listfile"])).resolve())
         if not Path(listfile).is_file():
             raise ctx.error(("listfile",), f"'listfile' {data['listfile']!r} is not a file (looked for {listfile})")
+    follow = data.get("follow_links", False)
+    if not isinstance(follow, bool):
+        raise ctx.error(("follow_links",), f"'follow_links' must be true or false, not {follow!r}")
     chosen: dict[Path, ModelPlan] = {}
     for i, entry in enumerate(models):
         key = ("models", i)
         _check_keys(ctx, entry, MODEL_KEYS, key, f"[[models]] #{i + 1}")
-        files = _model_files(ctx, key, entry, root, listfile)
+        files = _model_files(ctx, key, entry, root, listfile, follow)
         own = _settings(ctx, entry, key, root)
         settings = {**defaults, **own}
         settings["assets"] = tuple(dict.fromkeys((*defaults.get("assets", ()), *own.get("assets", ()))))

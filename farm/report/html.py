@@ -26,6 +26,7 @@ from jinja2 import Environment, FileSystemLoader
 
 from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
+from farm.escape import html_finalize
 from farm.files import atomic_write, json_wide_chunks, write_chunks
 from farm.report.images import ReportImages, heatmap_relpath, image_relpath
 from farm.report.junit import write_junit
@@ -46,7 +47,7 @@ MAX_MODEL_OPTIONS = 1000  # more models than this: no model menu (the search fin
 
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=True,
-                      lstrip_blocks=True, keep_trailing_newline=True)
+                      lstrip_blocks=True, keep_trailing_newline=True, finalize=html_finalize)
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.3f}%"
     env.filters["num"] = lambda v, d=6: "-" if v is None else f"{v:.{d}f}"
     return env

@@ -36,23 +36,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from farm.compare.status import PASSING, outcome
+from farm.escape import xml as xml_text
 from farm.files import write_chunks
 from farm.plan.keys import parse_key
 from farm.report.images import heatmap_relpath, image_relpath
 
 __all__ = ["attachment_path", "case_names", "junit_chunks", "junit_xml", "write_junit"]
 
-_BAD_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 NO_CLASS = "modelfarm"
 
 
-def _x(text) -> str:
-    return _BAD_XML.sub("\ufffd", "" if text is None else str(text))
+_x = xml_text  # every name and text of the file: what XML 1.0 can carry (farm.escape)
 
 
 def case_names(key: str) -> tuple[str, str]:

@@ -29,9 +29,9 @@ written as character references, so ``[x](javascript:...)`` in a sequence name s
 from __future__ import annotations
 
 import html
-import re
 
 from farm.compare.status import FAILING, FRESH, statuses, verdict_word
+from farm.escape import markdown
 from farm.report.model import approve_command, sort_traces
 from farm.report.strips import filmstrips
 from farm.settings import SettingError, check_image_base
@@ -41,17 +41,11 @@ __all__ = ["IMAGES_HINT", "MAX_CHARS", "approve_source", "image_url", "markdown_
 
 THUMB = 96
 MAX_CHARS = 65536
-_MD = {c: f"&#{ord(c)};" for c in "|`[]()!*_~\\"}
-_MD_RE = re.compile("[" + re.escape("".join(_MD)) + "]")
 IMAGES_HINT = ("no images in this summary: pass `--image-base URL`, the http(s) URL where the report folder is"
                " published, to show thumbnails and link the full report")
 
 
-def md_text(text) -> str:
-    """A string from a model file as inert Markdown/HTML text (one line)."""
-    s = html.escape("" if text is None else str(text), quote=True)
-    s = _MD_RE.sub(lambda m: _MD[m.group(0)], s)
-    return s.replace("\n", " ").replace("\r", " ")
+md_text = markdown  # a string from a model file as inert Markdown/HTML text, one line (farm.escape)
 
 
 _cell = md_text

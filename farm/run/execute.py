@@ -15,9 +15,10 @@ factory returns (the process's GL renderer, or a stand-in) and returns a `BatchR
    encoded and returned); a frame that raises fails alone; a redelivery skips the frames an earlier
    delivery recorded as done;
 5. the kind records the result (frames: the store's batch result, which `farm status` merges), also
-   along the way (at most every RECORD_EVERY_S), so the frames done before a hard time limit or a
-   killed process stay done; the store merges results forward (done beats failed, per frame) and
-   the merged result is what the batch returns.
+   along the way: each frame as soon as its image is stored (the store merges the one frame in), so
+   a hard time limit or a killed process loses no frame whose image is stored (issue 34 item 5:
+   recorded at most once a second, a hard limit of 2 s lost half of them); the store merges results
+   forward (done beats failed, per frame) and the merged result is what the batch returns.
 
 Problems that another process or machine may not have (no GL context, the store not writable)
 raise `TransientError`, for the runner to retry elsewhere. Exceptions in `abort` (a Celery soft
@@ -67,7 +68,6 @@ __all__ = [
 # How many times a batch may be started (deliveries) before it is failed without rendering: a
 # model that kills its worker process must not loop forever (see Store.begin_batch).
 DEFAULT_MAX_DELIVERIES = default_int("FARM_MAX_DELIVERIES")
-RECORD_EVERY_S = 1.0  # how often a running batch records the frames it has done so far
 
 
 class TransientError(RuntimeError):
@@ -296,7 +296,6 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
     total = len(batch.keys)
     frames: list[FrameResult] = []
     work: Work | None = None
-    recorded = [time.monotonic()]
 
     def finish(error: str | None = None) -> BatchResult:
         if error is not None:  # every frame not done yet fails with this reason
@@ -309,10 +308,9 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
             on_frame(len(result.frames), len(result.frames), result.failed)
         return result
 
-    def progress(failed: int) -> None:
-        if time.monotonic() - recorded[0] >= RECORD_EVERY_S and len(frames) < total:
-            kind.record(store, job_id, BatchResult(batch.id, list(frames), attempt))  # a partial result
-            recorded[0] = time.monotonic()
+    def progress(failed: int, new: FrameResult | None = None) -> None:
+        if new is not None and new.status == "done" and len(frames) < total:  # its image is stored: record it
+            kind.record(store, job_id, BatchResult(batch.id, [new], attempt))  # merged in with the others
         if on_frame:
             on_frame(len(frames), total, failed)
 
@@ -360,7 +358,7 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
                 failed += 1
                 if budget:  # what it built may be half made: start the model afresh
                     _forget(renderer, model)
-            progress(failed)
+            progress(failed, frames[-1])
     finally:
         _forget(renderer, model)
     return finish()

@@ -31,14 +31,14 @@ import importlib
 import json
 import logging
 import os
-import re
 import time
 from pathlib import Path
 
 import numpy as np
 
-from farm.environment import default_game, env_str
+from farm.environment import RENDERERS, check_renderer, default_game, env_str
 from farm.run.budget import Budgets, limit_memory
+from farm.settings import SettingError
 from renderer.frame import Frame, Renderer, model_hash
 from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
 
@@ -54,16 +54,17 @@ __all__ = [
 
 log = logging.getLogger("farm.run.worker")
 
-RENDERERS = ("gl", "synthetic")
 _state: dict = {"renderer": None, "kind": None, "pid": None}
 _USER_LP = "LP_NUM_THREADS" in os.environ  # set by the user before this process started: respected
 
 
 def renderer_kind(kind: str | None = None) -> str:
-    kind = kind or env_str("FARM_RENDERER")
-    if kind not in RENDERERS and not re.fullmatch(r"[\w.]+:[\w.]+", kind):
-        raise ValueError(f"FARM_RENDERER must be one of {', '.join(RENDERERS)} or module:factory, not {kind!r}")
-    return kind
+    """FARM_RENDERER (or `kind`), checked by farm.environment.check_renderer (ValueError here, in a
+    worker; the command line checks it before anything starts)."""
+    try:
+        return check_renderer(kind or env_str("FARM_RENDERER"))
+    except SettingError as e:
+        raise ValueError(str(e)) from None
 
 
 def configure_threads(concurrency: int) -> int:

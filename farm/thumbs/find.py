@@ -85,10 +85,13 @@ def _folder_of(root: Path) -> Path:
 
 
 def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfile=None,
-                errors: list[str] | None = None, names: list[str] | None = None) -> list[Found]:
+                errors: list[str] | None = None, names: list[str] | None = None,
+                follow_links: bool = False) -> list[Found]:
     """Every model file under `roots`, and every model inside the map and MPQ archives there
     (`maps/keep.w3x:war3mapImported/Ghost.mdx`); an archive that cannot be listed (no (listfile)
-    and no `listfile` given) is named in `errors` instead."""
+    and no `listfile` given) is named in `errors` instead, and so is a model or archive that is a
+    link whose real path leaves every root named (refused unless `follow_links`: a site rendering
+    uploads must not read /etc/passwd through a link; issue 34 item 4)."""
     resolved: list[Path] = []
     for r in roots:
         p = Path(r).absolute()
@@ -101,6 +104,16 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
             raise FindError(f"{r}: not a folder")
         resolved.append(p)
     skip = {os.path.realpath(x) for x in exclude}
+    fences = None if follow_links else [Path(os.path.realpath(_folder_of(p))) for p in resolved]
+    errors = [] if errors is None else errors
+
+    def leaves(path: Path, shown: str) -> bool:
+        real = Path(os.path.realpath(path))
+        if fences is None or any(real.is_relative_to(f) for f in fences):
+            return False
+        errors.append(f"{shown}: refused: a link to {real}, outside the roots named (--follow-links follows it)")
+        return True
+
     labels = root_labels([_folder_of(p) for p in resolved], names)
     seen: set[str] = set()
     out: list[Found] = []
@@ -110,7 +123,7 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
         start = len(out)
         if root.is_file() and _is_archive(root.name):
             entries, error = _archive_models(root, root.name, listfile)
-            if error and errors is not None:
+            if error:
                 errors.append(error)
             out.extend(Found(f"{label}/{rel}", folder, label, rel, source, size) for rel, source, size in entries)
         elif root.is_file():
@@ -122,9 +135,9 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
                 base = Path(dirpath).relative_to(folder)
                 rels.extend((base / f).as_posix() for f in filenames if _is_model(f))
                 for f in sorted(filenames):
-                    if _is_archive(f):
+                    if _is_archive(f) and not leaves(Path(dirpath) / f, f"{label}/{(base / f).as_posix()}"):
                         entries, error = _archive_models(Path(dirpath) / f, (base / f).as_posix(), listfile)
-                        if error and errors is not None:
+                        if error:
                             errors.append(error)
                         out.extend(Found(f"{label}/{rel}", folder, label, rel, source, size)
                                    for rel, source, size in entries)
@@ -137,7 +150,7 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
                 size = path.stat().st_size
             except OSError:
                 continue
-            if real in seen:
+            if real in seen or leaves(path, f"{label}/{rel}"):
                 continue
             seen.add(real)
             out.append(Found(f"{label}/{rel}", folder, label, rel, path, size))

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from farm.escape import html_finalize
 from farm.files import atomic_write, json_bytes
 from farm.thumbs.sheets import short_error
 
@@ -127,7 +128,8 @@ TEMPLATE = """<!doctype html>
 </html>
 """
 
-_env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                          finalize=html_finalize)
 _template = _env.from_string(TEMPLATE)
 
 

@@ -88,6 +88,7 @@ class ThumbnailOptions:
     # Team, MSAA, camera, missing-texture mode, game data (checked by farm.settings.check_game), searched
     # last: the settings of every thumbnail, whose size and asset roots `settings` sets per thumbnail.
     render: RenderSettings = THUMBNAIL_RENDER
+    follow_links: bool = False  # models and archives that are links out of the roots: refused unless set
 
     def check(self) -> None:
         if self.format not in IMAGE_FORMATS:
@@ -266,7 +267,8 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     broker = broker_url(broker, reach=True)
     summary = Summary(out, mode=mode(broker))
     try:
-        found = find_models(roots, exclude=[out], errors=summary.listing_errors, listfile=listfile, names=names)
+        found = find_models(roots, exclude=[out], errors=summary.listing_errors, listfile=listfile, names=names,
+                            follow_links=opts.follow_links)
     except ValueError as e:
         raise ThumbnailError(str(e)) from None
     root_folders = [Path(r).absolute() for r in roots]

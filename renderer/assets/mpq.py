@@ -140,6 +140,7 @@ class MpqArchive:
         self._lock = threading.Lock()
         self._handle = None
         self._names: list[str] | None = None
+        self._stored_names: dict[str, str] = {}  # backslash form (upper case) -> the name as stored
         self.listfiles: list[Path] = []
         self._entries: OrderedDict[str, bytes] = OrderedDict()
         self._entry_bytes = 0
@@ -182,10 +183,45 @@ class MpqArchive:
 
     # -- by name ----------------------------------------------------------------------------------
     def has(self, name: str) -> bool:
-        """Whether the archive holds `name` (backslashes or slashes, any case; StormLib's hash folds
-        case but not '/', so names are given to it with backslashes)."""
-        with self._lock:
-            return bool(storm().SFileHasFile(self._open_handle(), _encode(entry_name(name))))
+        """Whether the archive holds `name` (slashes or backslashes, any case; StormLib's hash folds
+        case but not '/', so a name is tried as given, then with backslashes, then as the listing
+        spells it: `x/y.mdx`, `x\\y.mdx` and `/x/y.mdx` are each found however they were stored)."""
+        return self._stored(name) is not None
+
+    def _stored(self, name: str) -> str | None:
+        """The name StormLib opens `name` by (the spelling the archive stored), or None."""
+        given = str(name)
+        lib = storm()
+        for candidate in dict.fromkeys((given, entry_name(given))):
+            raw = _encode(candidate)
+            if len(raw) >= MAX_PATH:
+                continue
+            with self._lock:
+                if lib.SFileHasFile(self._open_handle(), raw):
+                    return candidate
+        listed = self._spellings().get(entry_name(given).upper())
+        if listed is not None and len(_encode(listed)) >= MAX_PATH:
+            return listed  # held, but too long to open: _read says so
+        if listed is not None:
+            with self._lock:
+                return listed if lib.SFileHasFile(self._open_handle(), _encode(listed)) else None
+        return None
+
+    @staticmethod
+    def name_problem(name: str) -> str | None:
+        """Why an entry listed under `name` cannot be opened, or None (its name is too long)."""
+        size = len(_encode(name))
+        if size >= MAX_PATH:
+            return f"has a name of {size:,} bytes, longer than the {MAX_PATH - 1:,} StormLib can open"
+        return None
+
+    def _spellings(self) -> dict[str, str]:
+        """Each listed entry's stored name by its backslash form (upper case); {} when unlisted."""
+        try:
+            self.names()
+        except MpqError:
+            return {}
+        return self._stored_names
 
     def read(self, name: str) -> bytes:
         """The bytes of entry `name`; MpqError when it is missing or cannot be read."""
@@ -196,7 +232,7 @@ class MpqArchive:
             if data is not None:
                 self._entries.move_to_end(key)
                 return data
-        data = self._read(wanted)
+        data = self._read(self._stored(name) or wanted)
         with self._lock:
             if key not in self._entries and len(data) <= ENTRY_CACHE_BYTES:
                 self._entries[key] = data
@@ -210,12 +246,11 @@ class MpqArchive:
         with self._lock:
             archive = self._open_handle()
             fh = ctypes.c_void_p()
-            if not lib.SFileOpenFileEx(archive, _encode(wanted), SFILE_OPEN_FROM_MPQ, ctypes.byref(fh)):
-                why = _why(lib.GetLastError())
-                if lib.SFileHasFile(archive, _encode("\\" + wanted)):  # listed without its leading '\'
-                    raise MpqError(self.path, f"entry {chr(92) + wanted!r} has an absolute name (a leading"
-                                              " separator), which is refused")
-                raise MpqError(self.path, f"cannot open entry {wanted!r} ({why})")
+            raw = _encode(wanted)
+            if self.name_problem(wanted):
+                raise MpqError(self.path, f"entry {wanted[:60]!r}... {self.name_problem(wanted)}")
+            if not lib.SFileOpenFileEx(archive, raw, SFILE_OPEN_FROM_MPQ, ctypes.byref(fh)):
+                raise MpqError(self.path, f"cannot open entry {wanted!r} ({_why(lib.GetLastError())})")
             try:
                 high = ctypes.c_uint32(0)
                 size = lib.SFileGetFileSize(fh, ctypes.byref(high))
@@ -254,16 +289,30 @@ class MpqArchive:
         self._names = None
 
     def has_listfile(self) -> bool:
-        return self.has(LISTFILE)
+        with self._lock:
+            return bool(storm().SFileHasFile(self._open_handle(), _encode(LISTFILE)))
 
     def names(self) -> list[str]:
         """Every named entry (backslash paths, sorted case-insensitively), the archive's own
-        `(listfile)` and any external listfiles together; MpqError when the archive has no listfile."""
+        `(listfile)` and any external listfiles together; MpqError when the archive has no listfile.
+        A name StormLib's listing drops (one of MAX_PATH bytes or more) is taken from the (listfile)
+        itself, so it is listed, and fails with its problem when read."""
         if self._names is not None:
             return self._names
         if not self.listfiles and not self.has_listfile():
             raise MpqError(self.path, "the archive has no (listfile), so its entries cannot be listed "
                                       "(names still work); give one with --listfile FILE")
+        found = self._found() + self._too_long()
+        stored: dict[str, str] = {}
+        for n in found:
+            if not _unnamed(n):
+                stored.setdefault(entry_name(n).upper(), n)
+        names = sorted((entry_name(n) for n in found if not _unnamed(n)), key=lambda n: (n.lower(), n))
+        self._stored_names, self._names = stored, list(dict.fromkeys(names))
+        return self._names
+
+    def _found(self) -> list[str]:
+        """The names StormLib's own listing gives, sorted (stored names first by their backslash form)."""
         lib = storm()
         found: set[str] = set()
         data = _FindData()
@@ -277,9 +326,17 @@ class MpqArchive:
                             break
                 finally:
                     lib.SFileFindClose(find)
-        names = sorted((entry_name(n) for n in found if not _unnamed(n)), key=lambda n: (n.lower(), n))
-        self._names = names
-        return names
+        return sorted(found, key=lambda n: ("/" in n, n))
+
+    def _too_long(self) -> list[str]:
+        """The (listfile)'s names of MAX_PATH bytes or more, which StormLib's listing leaves out."""
+        if not self.has_listfile():
+            return []
+        try:
+            lines = self._read(LISTFILE).splitlines()
+        except MpqError:
+            return []
+        return [os.fsdecode(line.strip()) for line in lines if len(line.strip()) >= MAX_PATH]
 
     def glob(self, pattern: str) -> list[str]:
         """Entry names matching a glob (`**/*.mdx`; slashes or backslashes; case-insensitive)."""

@@ -47,7 +47,9 @@ def split_source(source: str | os.PathLike) -> tuple[Path, str] | None:
     """(archive path, entry name) of an `ARCHIVE:ENTRY` source, or None for a plain path."""
     text = os.fspath(source)
     m = _SOURCE.match(text)
-    if m is None or Path(text).exists():
+    # os.path.exists, not Path.exists: a name the system cannot look up (too long, a NUL) names
+    # nothing on disk, so an archive entry holding one is still an entry (Path.exists raises).
+    if m is None or os.path.exists(text):
         return None
     return Path(m.group(1)), m.group(2)
 

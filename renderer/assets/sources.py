@@ -13,7 +13,7 @@ import difflib
 import os
 from pathlib import Path, PurePosixPath
 
-from renderer.assets.mpq import MpqError, entry_name
+from renderer.assets.mpq import MpqArchive, MpqError, entry_name
 from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
 from renderer.assets.stores import open_archive
 from renderer.errors import FormatError
@@ -60,6 +60,12 @@ def list_models(archive: str | os.PathLike, patterns=MODEL_PATTERNS, listfile=No
         patterns = (patterns,)
     names = dict.fromkeys(n for p in patterns for n in mpq.glob(p))
     return [source_name(archive, n) for n in sorted(names, key=lambda n: (n.lower(), n))]
+
+
+def entry_problem(source: str) -> str | None:
+    """Why an archive entry that is listed cannot be opened (a name too long), or None."""
+    split = split_source(source)
+    return MpqArchive.name_problem(entry_name(split[1])) if split else None
 
 
 def nearest_models(archive: str | os.PathLike, entry: str, n: int = NEAREST, listfile=None) -> list[str]:

@@ -85,7 +85,7 @@ class FolderStore:
                 real, inside = candidate, False
             if inside:
                 return str(candidate), candidate.read_bytes
-            notes.append(f"refused {candidate}: its real path {real} is outside the searched folders")
+            notes.append(f"refused {candidate}: a link to {real}, outside the searched folders")
         return None
 
 
