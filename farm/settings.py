@@ -349,6 +349,9 @@ RENDER_SETTINGS = (
             " game's SLK tables, found like textures: --assets, --game); default off (renderer/rules.py,"
             " EVENTS_MODES)", flag="--events", key=KeyPart(None, "events="), choices=EVENTS_MODES, omitted=True,
             example="model"),
+    Setting("background_alpha", int, 255, lambda value, name: check_int(value, name, 0, 255),
+            "the opacity 0-255 of a #rrggbb --background (default 255: opaque; transparent stays 0)",
+            flag="--background-alpha", key=KeyPart(None, "alpha="), omitted=True, example=128),
 )
 SETTINGS_BY_NAME = {s.name: s for s in RENDER_SETTINGS}
 
