@@ -77,3 +77,18 @@ def test_a_key_part_that_names_no_setting_is_refused():
         parse_key(DEFAULT_KEY + "|shadows=on")
     with pytest.raises(SettingError):
         RenderSettings(**{RENDER_SETTINGS[1].name: -1})
+
+
+def test_the_background_alpha_setting_draws_a_translucent_background(tmp_path):
+    """The setting added as one row and its use in the renderer: a #rrggbb background's opacity."""
+    from renderer import Renderer, load_model
+    from renderer.samples import write_samples
+
+    write_samples(tmp_path)
+    model = load_model(str(tmp_path / "crate.mdx"))
+    with Renderer() as r:
+        half, opaque = (r.render(model, RenderSettings(32, 32, background="#ff0000",
+                                                       background_alpha=a).frame_spec(0, 0)) for a in (128, 255))
+    assert half.rgba[0, 0].tolist() == [255, 0, 0, 128] and opaque.rgba[0, 0].tolist() == [255, 0, 0, 255]
+    assert half.trace["background_alpha"] == 128 and "background_alpha" not in opaque.trace
+    assert (half.rgba[16, 16] == opaque.rgba[16, 16]).all()  # the model covers the middle either way
