@@ -38,6 +38,7 @@ __all__ = [
     "default_out",
     "default_reports",
     "env_int",
+    "nightly_settings",
     "env_str",
     "redact_url",
     "variable_default",
@@ -316,3 +317,25 @@ def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = No
     if url and reach:
         check_reachable(url)
     return url
+
+
+def nightly_settings(environ: Mapping[str, str] | None = None) -> dict | None:
+    """The nightly settings from FARM_NIGHTLY_* (None when FARM_NIGHTLY_MANIFEST is not set): what the
+    Celery app schedules (farm.celery.app), the nightly task's time limit and `farm nightly` use."""
+    env = os.environ if environ is None else environ
+    manifest = (env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
+    if not manifest:
+        return None
+    reports = default_reports(env)
+    return {
+        "manifest": manifest,
+        "hour": env_int("FARM_NIGHTLY_HOUR", environ=env),
+        "minute": env_int("FARM_NIGHTLY_MINUTE", environ=env),
+        "reports": reports,
+        "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
+        "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
+        "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
+        "out": default_out(env),
+        "queue": env_str("FARM_NIGHTLY_QUEUE", env),
+        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", environ=env),
+    }

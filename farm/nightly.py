@@ -59,7 +59,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.environment import default_out, default_reports, env_int, env_str, variable_default
+from farm.environment import default_out, env_str, nightly_settings
 from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
 from farm.pipeline import compare_job
@@ -67,37 +67,11 @@ from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
 from farm.store import open_store
 
-__all__ = ["NIGHTLY_QUEUE", "SCHEDULE_NAME", "TASK_NAME", "beat_command", "notify", "nightly_settings",
-           "read_history", "run_nightly", "write_index"]
+__all__ = ["SCHEDULE_NAME", "beat_command", "notify", "nightly_settings", "read_history", "run_nightly",
+           "write_index"]
 
 log = logging.getLogger("farm.nightly")
 SCHEDULE_NAME = "celerybeat-schedule"  # beat's state file, in the state folder
-
-TASK_NAME = "farm.nightly"
-NIGHTLY_QUEUE = variable_default("FARM_NIGHTLY_QUEUE")
-
-
-def nightly_settings(environ=None) -> dict | None:
-    """The nightly settings from FARM_NIGHTLY_* (None when FARM_NIGHTLY_MANIFEST is not set)."""
-    env = os.environ if environ is None else environ
-    manifest = (env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
-    if not manifest:
-        return None
-    out = default_out(env)
-    reports = default_reports(env)
-    return {
-        "manifest": manifest,
-        "hour": env_int("FARM_NIGHTLY_HOUR", environ=env),
-        "minute": env_int("FARM_NIGHTLY_MINUTE", environ=env),
-        "reports": reports,
-        "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
-        "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
-        "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
-        "out": out,
-        "queue": env_str("FARM_NIGHTLY_QUEUE", env),
-        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", environ=env),
-    }
-
 
 def _abs(path: str | None) -> str | None:
     """Paths as beat sees them, made absolute: the worker that runs the task may start elsewhere."""

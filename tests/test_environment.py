@@ -43,7 +43,7 @@ def test_no_module_restates_a_farm_default():
 
 def test_the_readers_take_the_tables_defaults():
     from farm.celery.app import config_from_env
-    from farm.nightly import nightly_settings
+    from farm.environment import nightly_settings
     from farm.plan.batches import batch_frames, max_frames
     from farm.run.budget import Budgets
 

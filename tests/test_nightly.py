@@ -13,8 +13,10 @@ os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from farm import goldens as G  # noqa: E402
+from farm.celery.app import NIGHTLY_TASK as TASK_NAME  # noqa: E402
 from farm.celery.app import beat_schedule  # noqa: E402
-from farm.nightly import TASK_NAME, nightly_settings, run_nightly  # noqa: E402
+from farm.environment import nightly_settings  # noqa: E402
+from farm.nightly import run_nightly  # noqa: E402
 from farm.run.jobs import JobState  # noqa: E402
 
 
@@ -41,7 +43,7 @@ def test_schedule_from_the_environment(tmp_path):
 
 
 def test_task_is_registered_on_the_app_with_its_own_queue():
-    from farm.celery import app
+    from farm.celery.tasks import app  # the tasks registered, as a worker has them
 
     assert TASK_NAME in app.tasks
     assert app.conf.task_routes[TASK_NAME] == {"queue": "farm-nightly"}
@@ -88,7 +90,7 @@ def test_nightly_writes_dated_reports_and_status_files(tmp_path, monkeypatch):
 
 def test_the_task_runs_the_nightly_function_on_the_apps_broker(monkeypatch, tmp_path):
     from farm import nightly
-    from farm.celery import app
+    from farm.celery.tasks import app  # the tasks registered, as a worker has them
 
     seen = {}
 

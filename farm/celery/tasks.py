@@ -15,8 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 
 from farm import nightly
-from farm.celery.app import RENDER_TASK, app, nightly_settings
-from farm.nightly import TASK_NAME as NIGHTLY_TASK
+from farm.celery.app import NIGHTLY_TASK, RENDER_TASK, app, nightly_settings
 from farm.plan.batches import Batch
 from farm.run import worker
 from farm.run.execute import TransientError, render_batch
