@@ -59,7 +59,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.environment import default_out, env_str, nightly_settings
+from farm.environment import default_out, env_given, env_str, nightly_settings
 from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
 from farm.pipeline import compare_job
@@ -201,7 +201,7 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         status["problems"] = [f"{type(e).__name__}: {e}"]
         status["traceback"] = traceback.format_exc(limit=8)
     status["finished"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    target = notify_to if notify_to is not None else (os.environ.get("FARM_NIGHTLY_NOTIFY") or None)
+    target = notify_to if notify_to is not None else env_given("FARM_NIGHTLY_NOTIFY")
     if target:
         report = day_dir / "index.html" if status["report"] else None
         status["notify"] = notify(target, status, _summary(day_dir, status), report)

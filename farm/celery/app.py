@@ -73,7 +73,7 @@ from pathlib import Path
 
 from celery import Celery, signals
 
-from farm.environment import check_broker, default_int, env_int, env_str, nightly_settings, variable_default
+from farm.environment import check_broker, default_int, env_given, env_int, env_str, nightly_settings, variable_default
 from farm.run import worker
 from farm.settings import SettingError
 
@@ -89,7 +89,7 @@ WORKER_BROKER = "redis://127.0.0.1:6379/0"  # a worker's broker when FARM_BROKER
 def config_from_env(environ=None) -> dict:
     """Celery settings from FARM_* variables (see the module docstring)."""
     env = os.environ if environ is None else environ
-    broker = check_broker(env.get("FARM_BROKER_URL") or WORKER_BROKER, "FARM_BROKER_URL")
+    broker = check_broker(env_given("FARM_BROKER_URL", env) or WORKER_BROKER, "FARM_BROKER_URL")
     soft = env_int("FARM_SOFT_TIME_LIMIT", environ=env)
     hard = env_int("FARM_TIME_LIMIT", soft + 60, env)  # FARM_VARIABLES: soft limit + 60
     if hard <= soft:
@@ -102,7 +102,7 @@ def config_from_env(environ=None) -> dict:
     queue = env_str("FARM_QUEUE", env)
     return {
         "broker_url": broker,
-        "result_backend": env.get("FARM_RESULT_BACKEND") or broker,
+        "result_backend": env_given("FARM_RESULT_BACKEND", env) or broker,
         "broker_connection_retry_on_startup": True,
         "broker_connection_retry": True,
         "broker_connection_max_retries": None,  # a worker waits for Redis as long as it takes

@@ -20,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 
@@ -30,7 +29,7 @@ from celery.result import AsyncResult
 from kombu.exceptions import OperationalError
 
 from farm.celery.app import RENDER_TASK, app
-from farm.environment import env_int, redact_url
+from farm.environment import env_given, env_int, redact_url
 from farm.run.errors import RunnerUnavailable
 from farm.run.execute import BatchResult, record_forward
 
@@ -98,7 +97,7 @@ def _message_task(raw) -> tuple[str, dict]:
 
 def _queue() -> str:
     """The queue batches are sent to: FARM_QUEUE as this process has it now, else the app's."""
-    return os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
+    return env_given("FARM_QUEUE") or app.conf.task_default_queue
 
 
 def broker_tasks(queue: str, conn=None) -> dict[str, dict]:
@@ -220,7 +219,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
     """
     if broker:
         app.conf.broker_url = broker
-        if not os.environ.get("FARM_RESULT_BACKEND"):
+        if not env_given("FARM_RESULT_BACKEND"):
             app.conf.result_backend = broker
     queue = _queue()
 
