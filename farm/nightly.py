@@ -78,12 +78,23 @@ def _abs(path: str | None) -> str | None:
     return None if path is None else str(Path(path).absolute())
 
 
-def _write_status(reports: Path, day_dir: Path, status: dict) -> None:
+def _write_status(reports: Path, day_dir: Path, status: dict, history: bool = True) -> None:
+    day_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(day_dir / "status.json", status)
     atomic_write_json(reports / "status.json", status)
-    append_json_line(reports / "history.jsonl",
-                     {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")})
-    write_index(reports)
+    if history:
+        append_json_line(reports / "history.jsonl",
+                         {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")})
+        write_index(reports)
+
+
+def _swap(new: Path, day_dir: Path) -> None:
+    """The new night's folder in place of the old one: the old report goes only once the new one exists."""
+    old = day_dir.with_name(f".{day_dir.name}.old-{os.getpid()}")
+    if day_dir.exists():
+        day_dir.rename(old)
+    new.rename(day_dir)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def read_history(reports: str | Path) -> list[dict]:
@@ -177,13 +188,14 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
     date = now.strftime("%Y-%m-%d")
     reports = Path(reports)
     day_dir = reports / date
-    if day_dir.exists():  # the same night again (a rerun): the newer report replaces it
-        shutil.rmtree(day_dir)
-    day_dir.mkdir(parents=True)
+    new = reports / f".{date}.new-{os.getpid()}"  # the night is written beside the last one, then swapped in
+    shutil.rmtree(new, ignore_errors=True)
     status = {"date": date, "status": "error", "counts": None, "problems": [], "job": None,
-              "store": open_store(out or default_out()).location, "report": None, "manifest": str(manifest),
+              "store": str(out or default_out()), "report": None, "manifest": str(manifest),
               "goldens": None, "started": now.isoformat(timespec="seconds"), "finished": None, "notify": None}
     try:
+        new.mkdir(parents=True)
+        status["store"] = open_store(out or default_out()).location
         folder = find_goldens(manifest, goldens)
         if folder is None:
             raise FileNotFoundError(f"no goldens for {manifest}: set FARM_NIGHTLY_GOLDENS or put index.jsonl"
@@ -193,19 +205,23 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False,
                                 inputs=inputs)
         status["job"] = job.id
-        results = compare_job(job, folder, allow_new=allow_new, report=day_dir,
+        results = compare_job(job, folder, allow_new=allow_new, report=new,
                               image_base=image_base and f"{image_base.rstrip('/')}/{date}/").results
+        _swap(new, day_dir)
         status.update(status=results["verdict"], counts=results["counts"], problems=results["problems"],
                       report=f"{date}/index.html")
     except Exception as e:  # noqa: BLE001 - the night's status file must say what went wrong
         status["problems"] = [f"{type(e).__name__}: {e}"]
         status["traceback"] = traceback.format_exc(limit=8)
+    shutil.rmtree(new, ignore_errors=True)  # a night that failed: the last report stays where it was
     status["finished"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    _write_status(reports, day_dir, status)
     target = notify_to if notify_to is not None else env_given("FARM_NIGHTLY_NOTIFY")
-    if target:
+    if target:  # after the status files, as the module says; its outcome is then added to them
         report = day_dir / "index.html" if status["report"] else None
-        status["notify"] = notify(target, status, _summary(day_dir, status), report)
+        summary = _summary(day_dir if report else new, status)  # a failed night: its line, not the last summary
+        status["notify"] = notify(target, status, summary, report)
         if not status["notify"]["ok"]:
             log.warning("nightly %s: the notification to %s failed: %s", date, target, status["notify"]["detail"])
-    _write_status(reports, day_dir, status)
+        _write_status(reports, day_dir, status, history=False)
     return status
