@@ -8,6 +8,7 @@
     camera = "auto"                   # auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]
     team = 0                          # team colour 0-27
     missing_textures = "checker"      # or "white"
+    # background_alpha = 255          # 0-255: the opacity of a "#rrggbb" background
     sequences = "all"                 # or names (and/or indices): ["Stand", "Walk"]
     # sequences = ["Portrait", "Stand", "first"]   # a fallback: the first of these the model has
     timestamps = [0, "50%", "100%"]   # ms from the sequence start, or fractions of its length (the
