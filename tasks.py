@@ -4,6 +4,7 @@ The app is farm.celery (`celery -A farm.celery worker` works anywhere the packag
 this file only lets the shorter name work in a checkout. It is not installed by the wheel.
 """
 
-from farm.celery import app, nightly_task, render_batch_task
+from farm.celery.app import app
+from farm.celery.tasks import nightly_task, render_batch_task
 
 __all__ = ["app", "nightly_task", "render_batch_task"]

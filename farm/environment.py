@@ -39,7 +39,9 @@ __all__ = [
     "default_int",
     "default_out",
     "default_reports",
+    "env_given",
     "env_int",
+    "nightly_settings",
     "env_str",
     "redact_url",
     "variable_default",
@@ -169,11 +171,19 @@ def check_renderer(kind: str) -> str:
     return kind
 
 
+# The renderer's own variables (it reads them itself: the renderer imports nothing of farm), for `farm --help`.
+RENDERER_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    ("DECODE_CACHE_MB", "MiB of decoded textures a process keeps (renderer/assets/cache.py; 0: none)", "512"),
+    ("RENDERER_GL_CHECK", "1: check every GL call and name the one that failed (slower; renderer/gl/calls.py)",
+     "off: one check per frame"),
+)
+
+
 def variables_help() -> str:
-    """The FARM_VARIABLES table as plain text (the epilog of `farm --help`)."""
-    width = max(len(n) for n, _, _ in FARM_VARIABLES)
+    """The FARM_VARIABLES and RENDERER_VARIABLES tables as plain text (the epilog of `farm --help`)."""
+    width = max(len(n) for n, _, _ in (*FARM_VARIABLES, *RENDERER_VARIABLES))
     lines = ["environment variables:"]
-    for name, what, default in FARM_VARIABLES:
+    for name, what, default in (*FARM_VARIABLES, *RENDERER_VARIABLES):
         lines.append(f"  {name:<{width}}  {what} (default: {default})")
     return "\n".join(lines)
 
@@ -357,3 +367,32 @@ def broker_url(broker: str | None = None, environ: Mapping[str, str] | None = No
     if url and reach:
         check_reachable(url)
     return url
+
+
+def env_given(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """A FARM_* variable's text when it is set and not empty, else None (no default: the caller's
+    own fallback applies, such as the message's store or the app's queue)."""
+    env = os.environ if environ is None else environ
+    return env.get(name) or None
+
+
+def nightly_settings(environ: Mapping[str, str] | None = None) -> dict | None:
+    """The nightly settings from FARM_NIGHTLY_* (None when FARM_NIGHTLY_MANIFEST is not set): what the
+    Celery app schedules (farm.celery.app), the nightly task's time limit and `farm nightly` use."""
+    env = os.environ if environ is None else environ
+    manifest = (env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
+    if not manifest:
+        return None
+    reports = default_reports(env)
+    return {
+        "manifest": manifest,
+        "hour": env_int("FARM_NIGHTLY_HOUR", environ=env),
+        "minute": env_int("FARM_NIGHTLY_MINUTE", environ=env),
+        "reports": reports,
+        "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
+        "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
+        "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
+        "out": default_out(env),
+        "queue": env_str("FARM_NIGHTLY_QUEUE", env),
+        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", environ=env),
+    }

@@ -59,7 +59,7 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from farm.environment import default_out, default_reports, env_int, env_str, variable_default
+from farm.environment import default_out, env_given, env_str, nightly_settings
 from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
 from farm.pipeline import compare_job
@@ -67,49 +67,34 @@ from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
 from farm.store import open_store
 
-__all__ = ["NIGHTLY_QUEUE", "SCHEDULE_NAME", "TASK_NAME", "beat_command", "notify", "nightly_settings",
-           "read_history", "run_nightly", "write_index"]
+__all__ = ["SCHEDULE_NAME", "beat_command", "notify", "nightly_settings", "read_history", "run_nightly",
+           "write_index"]
 
 log = logging.getLogger("farm.nightly")
 SCHEDULE_NAME = "celerybeat-schedule"  # beat's state file, in the state folder
-
-TASK_NAME = "farm.nightly"
-NIGHTLY_QUEUE = variable_default("FARM_NIGHTLY_QUEUE")
-
-
-def nightly_settings(environ=None) -> dict | None:
-    """The nightly settings from FARM_NIGHTLY_* (None when FARM_NIGHTLY_MANIFEST is not set)."""
-    env = os.environ if environ is None else environ
-    manifest = (env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
-    if not manifest:
-        return None
-    out = default_out(env)
-    reports = default_reports(env)
-    return {
-        "manifest": manifest,
-        "hour": env_int("FARM_NIGHTLY_HOUR", environ=env),
-        "minute": env_int("FARM_NIGHTLY_MINUTE", environ=env),
-        "reports": reports,
-        "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
-        "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
-        "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
-        "out": out,
-        "queue": env_str("FARM_NIGHTLY_QUEUE", env),
-        "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", environ=env),
-    }
-
 
 def _abs(path: str | None) -> str | None:
     """Paths as beat sees them, made absolute: the worker that runs the task may start elsewhere."""
     return None if path is None else str(Path(path).absolute())
 
 
-def _write_status(reports: Path, day_dir: Path, status: dict) -> None:
+def _write_status(reports: Path, day_dir: Path, status: dict, history: bool = True) -> None:
+    day_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(day_dir / "status.json", status)
     atomic_write_json(reports / "status.json", status)
-    append_json_line(reports / "history.jsonl",
-                     {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")})
-    write_index(reports)
+    if history:
+        append_json_line(reports / "history.jsonl",
+                         {k: status.get(k) for k in ("date", "status", "counts", "job", "report", "finished")})
+        write_index(reports)
+
+
+def _swap(new: Path, day_dir: Path) -> None:
+    """The new night's folder in place of the old one: the old report goes only once the new one exists."""
+    old = day_dir.with_name(f".{day_dir.name}.old-{os.getpid()}")
+    if day_dir.exists():
+        day_dir.rename(old)
+    new.rename(day_dir)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def read_history(reports: str | Path) -> list[dict]:
@@ -203,13 +188,14 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
     date = now.strftime("%Y-%m-%d")
     reports = Path(reports)
     day_dir = reports / date
-    if day_dir.exists():  # the same night again (a rerun): the newer report replaces it
-        shutil.rmtree(day_dir)
-    day_dir.mkdir(parents=True)
+    new = reports / f".{date}.new-{os.getpid()}"  # the night is written beside the last one, then swapped in
+    shutil.rmtree(new, ignore_errors=True)
     status = {"date": date, "status": "error", "counts": None, "problems": [], "job": None,
-              "store": open_store(out or default_out()).location, "report": None, "manifest": str(manifest),
+              "store": str(out or default_out()), "report": None, "manifest": str(manifest),
               "goldens": None, "started": now.isoformat(timespec="seconds"), "finished": None, "notify": None}
     try:
+        new.mkdir(parents=True)
+        status["store"] = open_store(out or default_out()).location
         folder = find_goldens(manifest, goldens)
         if folder is None:
             raise FileNotFoundError(f"no goldens for {manifest}: set FARM_NIGHTLY_GOLDENS or put index.jsonl"
@@ -219,19 +205,23 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False,
                                 inputs=inputs)
         status["job"] = job.id
-        results = compare_job(job, folder, allow_new=allow_new, report=day_dir,
+        results = compare_job(job, folder, allow_new=allow_new, report=new,
                               image_base=image_base and f"{image_base.rstrip('/')}/{date}/").results
+        _swap(new, day_dir)
         status.update(status=results["verdict"], counts=results["counts"], problems=results["problems"],
                       report=f"{date}/index.html")
     except Exception as e:  # noqa: BLE001 - the night's status file must say what went wrong
         status["problems"] = [f"{type(e).__name__}: {e}"]
         status["traceback"] = traceback.format_exc(limit=8)
+    shutil.rmtree(new, ignore_errors=True)  # a night that failed: the last report stays where it was
     status["finished"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    target = notify_to if notify_to is not None else (os.environ.get("FARM_NIGHTLY_NOTIFY") or None)
-    if target:
+    _write_status(reports, day_dir, status)
+    target = notify_to if notify_to is not None else env_given("FARM_NIGHTLY_NOTIFY")
+    if target:  # after the status files, as the module says; its outcome is then added to them
         report = day_dir / "index.html" if status["report"] else None
-        status["notify"] = notify(target, status, _summary(day_dir, status), report)
+        summary = _summary(day_dir if report else new, status)  # a failed night: its line, not the last summary
+        status["notify"] = notify(target, status, summary, report)
         if not status["notify"]["ok"]:
             log.warning("nightly %s: the notification to %s failed: %s", date, target, status["notify"]["detail"])
-    _write_status(reports, day_dir, status)
+        _write_status(reports, day_dir, status, history=False)
     return status

@@ -5,6 +5,14 @@ camera, team colour, missing-texture placeholder, asset roots). Manifests (farm.
 the command line (farm.cli), thumbnails (farm.thumbs) and batches (farm.plan.batches) all build
 one, so a value is accepted or refused by the same rule everywhere, with the same words.
 
+`RENDER_SETTINGS` is the one table of render settings: a `Setting` row each (name, type, default,
+check, help, farm render's flag, how trace keys spell it and where, how documents carry it, an
+example). `RenderSettings`' fields, its documents (`to_dict`/`from_dict`, the form of job files and
+Celery messages of 0.2 kept), its FrameSpec (`frame_spec`), the manifest's keys
+(farm.plan.manifest), the trace key's parts and order (farm.plan.keys), the command line's flags
+(farm.cli.options) and farm view's command (`flag_words`) are all made from it: a new setting is a
+row here and its use in the renderer (a FrameSpec field of the same name).
+
 Each ``check_*`` function takes the value and the name to blame (``"'team'"`` in a manifest,
 ``"--team"`` on the command line) and returns the canonical value or raises `SettingError`, whose
 message starts with that name. The manifest adds the file and line in front.
@@ -18,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, make_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +59,12 @@ __all__ = [
     "check_text",
     "check_time",
     "containing_root",
+    "flag_words",
+    "KeyPart",
+    "RENDER_SETTINGS",
     "RenderSettings",
+    "SETTINGS_BY_NAME",
+    "Setting",
     "SettingError",
     "type_name",
 ]
@@ -241,45 +254,125 @@ def check_image_base(value, name: str = "--image-base") -> str | None:
     return text
 
 
-@dataclass(frozen=True)
-class RenderSettings:
-    """How a frame is drawn, validated on construction (SettingError). JSON-friendly."""
+def _as_paths(values, name: str = "assets") -> tuple[str, ...]:
+    """Asset roots as a document carries them (already checked where they were given): strings, in order."""
+    return tuple(str(a) for a in values)
 
-    width: int = 256
-    height: int = 256
-    msaa: int = 0
-    background: str = "transparent"
-    camera: str = "auto"
-    team: int = 0
-    missing_textures: str = DEFAULT_MISSING_TEXTURES  # the placeholder of a missing texture (MISSING_MODES)
-    assets: tuple = ()  # absolute folders or archives, searched in order after the model's own folders
-    game: tuple = ()  # game data (an installation folder, archives, extracted folders), searched last
-    lighting: str = DEFAULT_LIGHTING  # a rule of renderer.rules.LIGHTING_RULES
-    lights: str = "off"  # the model's LITE lights: off | model
-    events: str = "off"  # EVTS event visuals: off | model
+
+@dataclass(frozen=True)
+class KeyPart:
+    """How a trace key spells a setting (farm.plan.keys builds and parses keys from these)."""
+
+    position: int | None = None  # its place among the fixed parts after the time (0 first); None: an optional part
+    prefix: str = ""  # "msaa" of "msaa4"; an optional part is "lighting=NAME", or its value alone without one
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One render setting, declared once: every place it appears is derived from this row."""
+
+    name: str  # the manifest's key and the RenderSettings field (a size is the fields width and height)
+    type: type  # of the value: int, str, tuple (a list: repeatable flag, list in documents), "size" below
+    default: Any
+    check: Any  # (value, name to blame[, base folder]) -> the canonical value, or SettingError
+    help: str  # the command line's help ({default}: the command's default)
+    flag: str | None = None  # farm render's option (None: none)
+    key: KeyPart | None = None  # how trace keys spell it (None: not in keys)
+    fields: tuple = ()  # the RenderSettings (and FrameSpec) fields it fills; default (name,)
+    choices: tuple | None = None  # the allowed values, listed by --help
+    relative: bool = False  # paths: relative to the manifest's folder (check takes the base)
+    accumulates: bool = False  # a [[models]] entry's values add to the job's instead of replacing them
+    stored: Any = None  # how a document's value is taken (default: check); paths were checked where given
+    omitted: bool = False  # written to documents only when not the default: the form from before it existed
+    named: bool = False  # named in a command line (farm view's) even at its default, as before
+    example: Any = None  # a valid value that is not the default (tests take every row through every place)
+
+    @property
+    def attrs(self) -> tuple[str, ...]:
+        return self.fields or (self.name,)
+
+    def value(self, settings) -> Any:
+        """This setting's value in `settings` (a RenderSettings, a trace key): (w, h) for the size."""
+        return tuple(getattr(settings, a) for a in self.attrs) if len(self.attrs) > 1 else getattr(settings, self.name)
+
+    def spread(self, value) -> dict:
+        """{field: value} for a value of this setting."""
+        return dict(zip(self.attrs, value, strict=True)) if len(self.attrs) > 1 else {self.name: value}
+
+    def text(self, value) -> list[str]:
+        """How a command line spells a value: one word, or one per item of a list (repeated flags)."""
+        if self.type is SIZE:
+            return [f"{value[0]}x{value[1]}"]
+        return [str(v) for v in value] if self.type is tuple else [str(value)]
+
+    def from_text(self, text: str, name: str):
+        """A command line's word for this setting, checked by its rule under the flag's `name`."""
+        if self.type is int:
+            try:
+                text = int(text)
+            except ValueError:
+                raise SettingError(f"{name} must be a whole number, not {text!r}") from None
+        return self.check(text, name)
+
+
+SIZE = "size"  # Setting.type of a width and height given together (check_size)
+
+# The render settings, in RenderSettings' field order (the order of its positional arguments and of a
+# command line); the key position orders the fixed parts of a trace key, optional parts follow in this order.
+RENDER_SETTINGS = (
+    Setting("size", SIZE, (256, 256), check_size, "WxH or N (NxN), default {default}", flag="--size",
+            key=KeyPart(1), fields=("width", "height"), named=True, example=(64, 32)),
+    Setting("msaa", int, 0, check_msaa, "MSAA samples (clamped to what GL grants)", flag="--msaa",
+            key=KeyPart(2, "msaa"), example=4),
+    Setting("background", str, "transparent", check_background, "transparent or #rrggbb", flag="--background",
+            key=KeyPart(4), named=True, example="#a0b0c0"),
+    Setting("camera", str, "auto", check_camera, "auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]",
+            flag="--camera", key=KeyPart(0), named=True, example="1,2,3:0,0,0"),
+    Setting("team", int, 0, check_team, f"team colour index 0-{MAX_TEAM}", flag="--team", key=KeyPart(3, "team"),
+            named=True, example=3),
+    Setting("missing_textures", str, DEFAULT_MISSING_TEXTURES, check_missing_textures,
+            "what a texture that cannot be found is drawn as (default {default})", flag="--missing-textures",
+            key=KeyPart(), choices=MISSING_MODES, named=True, example="white"),
+    Setting("assets", tuple, (), check_assets, "asset root, a folder or an MPQ archive (.mpq, .w3x, .w3m); repeatable,"
+            " searched in order after the model's folder and the folders above it up to its map", flag="--assets",
+            relative=True, accumulates=True, stored=_as_paths),
+    Setting("game", tuple, (), check_game, "Warcraft III game data, searched last: the installation folder (its MPQ"
+            " archives, patch first), archives, or extracted data (default: $FARM_GAME_DIR)", flag="--game",
+            relative=True, stored=_as_paths, omitted=True),
+    Setting("lighting", str, DEFAULT_LIGHTING, check_lighting, "lighting rule (renderer/rules.py; default {default}:"
+            " the most used viewer's)", flag="--lighting", key=KeyPart(None, "lighting="),
+            choices=tuple(sorted(LIGHTING_RULES)), omitted=True, named=True,
+            example=next(r for r in sorted(LIGHTING_RULES) if r != DEFAULT_LIGHTING)),
+    Setting("lights", str, "off", check_lights, "model: the model's own LITE lights shade it too, on top of --lighting"
+            " (renderer/rules.py, 'Model lights'); default off", flag="--lights", key=KeyPart(None, "lights="),
+            choices=LIGHTS_MODES, omitted=True, named=True, example="model"),
+    Setting("events", str, "off", check_events, "model: draw EVTS event visuals (spawned models, splats; from the"
+            " game's SLK tables, found like textures: --assets, --game); default off (renderer/rules.py,"
+            " EVENTS_MODES)", flag="--events", key=KeyPart(None, "events="), choices=EVENTS_MODES, omitted=True,
+            example="model"),
+    Setting("background_alpha", int, 255, lambda value, name: check_int(value, name, 0, 255),
+            "the opacity 0-255 of a #rrggbb --background (default 255: opaque; transparent stays 0)",
+            flag="--background-alpha", key=KeyPart(None, "alpha="), omitted=True, example=128),
+)
+SETTINGS_BY_NAME = {s.name: s for s in RENDER_SETTINGS}
+
+
+class _Settings:
+    """RenderSettings' behaviour; its fields are made from RENDER_SETTINGS below."""
+
+    FIELDS = tuple(a for s in RENDER_SETTINGS for a in s.attrs)
 
     def __post_init__(self):
-        w, h = check_size([self.width, self.height])
-        object.__setattr__(self, "width", w)
-        object.__setattr__(self, "height", h)
-        object.__setattr__(self, "msaa", check_msaa(self.msaa))
-        object.__setattr__(self, "background", check_background(self.background))
-        object.__setattr__(self, "camera", check_camera(self.camera))
-        object.__setattr__(self, "team", check_team(self.team))
-        object.__setattr__(self, "missing_textures", check_missing_textures(self.missing_textures))
-        object.__setattr__(self, "assets", tuple(str(a) for a in self.assets))
-        object.__setattr__(self, "game", tuple(str(a) for a in self.game))
-        object.__setattr__(self, "lighting", check_lighting(self.lighting))
-        object.__setattr__(self, "lights", check_lights(self.lights))
-        object.__setattr__(self, "events", check_events(self.events))
-
-    FIELDS = ("width", "height", "msaa", "background", "camera", "team", "missing_textures", "assets", "game",
-              "lighting", "lights", "events")
+        for s in RENDER_SETTINGS:
+            value = (s.stored or s.check)(s.value(self), s.name)
+            for a, v in s.spread(value).items():
+                object.__setattr__(self, a, v)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> RenderSettings:
         """The settings among `d`'s keys (other keys are ignored)."""
-        return cls(**{k: (tuple(d[k]) if k in ("assets", "game") else d[k]) for k in cls.FIELDS if k in d})
+        lists = {a for s in RENDER_SETTINGS if s.type is tuple for a in s.attrs}
+        return cls(**{k: (tuple(d[k]) if k in lists else d[k]) for k in cls.FIELDS if k in d})
 
     @classmethod
     def split(cls, d: Mapping[str, Any]) -> tuple[RenderSettings, dict]:
@@ -288,17 +381,14 @@ class RenderSettings:
         return cls.from_dict(d), {k: v for k, v in d.items() if k not in cls.FIELDS}
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["assets"] = list(self.assets)
-        if self.game:
-            d["game"] = list(self.game)
-        else:
-            del d["game"]  # the form job files and Celery messages had before game data existed
-        if self.lighting == DEFAULT_LIGHTING:
-            del d["lighting"]  # likewise
-        for k in ("lights", "events"):
-            if d[k] == "off":
-                del d[k]  # likewise
+        """JSON: lists for tuples; a setting newer than job files and Celery messages (`omitted`) only
+        when it is not its default, so documents of settings at their defaults are as they were."""
+        d = {}
+        for s in RENDER_SETTINGS:
+            value = s.value(self)
+            if s.omitted and value == s.default:
+                continue
+            d.update(s.spread(list(value) if s.type is tuple else value))
         return d
 
     def replace(self, **changes) -> RenderSettings:
@@ -307,10 +397,27 @@ class RenderSettings:
     def frame_spec(self, sequence: int | None, time_ms: int, stop_at: str | None = None):
         """The renderer's FrameSpec for one frame under these settings; `stop_at` is the job or asset
         root that holds the model (the texture search climbs no higher)."""
-        return FrameSpec(sequence=sequence, time_ms=int(time_ms), width=self.width, height=self.height,
-                         camera=self.camera, team=self.team, msaa=self.msaa, background=self.background,
-                         assets=tuple(self.assets), missing_textures=self.missing_textures, game=tuple(self.game),
-                         stop_at=stop_at, lighting=self.lighting, lights=self.lights, events=self.events)
+        return FrameSpec(sequence=sequence, time_ms=int(time_ms), stop_at=stop_at,
+                         **{a: getattr(self, a) for a in self.FIELDS})
+
+
+RenderSettings = make_dataclass(
+    "RenderSettings", [(a, Any, v) for s in RENDER_SETTINGS for a, v in s.spread(s.default).items()],
+    bases=(_Settings,), frozen=True, namespace={"__doc__": "How a frame is drawn, validated on construction"
+                                                           " (SettingError), one field per RENDER_SETTINGS row."})
+RenderSettings.__module__ = __name__
+
+
+def flag_words(settings: RenderSettings) -> list[str]:
+    """The command-line flags (farm render's) that give `settings`: each setting that is not at its
+    default, and those the table names always (`named`), in the table's order."""
+    words = []
+    for s in RENDER_SETTINGS:
+        value = s.value(settings)
+        if s.flag is not None and (s.named or value != s.default):
+            for text in s.text(value):
+                words += [s.flag, text]
+    return words
 
 
 def containing_root(model: str | Path, roots) -> str | None:

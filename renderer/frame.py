@@ -55,6 +55,7 @@ class FrameSpec:
     lights: str = "off"  # off | model: the model's LITE lights shade it too (renderer.rules, "Model lights")
     wireframe: bool = False  # geosets as lines (glPolygonMode LINE; effects stay filled); farm view's w
     events: str = "off"  # off | model: EVTS event visuals (renderer.fx.events; renderer.rules.EVENTS_MODES)
+    background_alpha: int = 255  # the opacity of a #rrggbb background, 0-255 (transparent stays 0)
 
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
@@ -69,7 +70,7 @@ class FrameSpec:
         if not m:
             raise ValueError(f"background must be 'transparent' or '#rrggbb', got {self.background!r}")
         v = int(m.group(1), 16)
-        return ((v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, 1.0)
+        return ((v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, self.background_alpha / 255)
 
 
 @dataclass
@@ -445,6 +446,7 @@ class Renderer:
         } | ({} if spec.lights == "off" else {"lights": f"{spec.lights}: {LIGHT_RULE}"}) | (  # keys only when on:
             {"wireframe": True} if spec.wireframe else {}) | (  # frames without them are as before
             {"events": "model"} if spec.events != "off" else {}) | (
+            {"background_alpha": spec.background_alpha} if spec.background_alpha != 255 else {}) | (
             {"camera_rule": FIT_RULE} if spec.camera == FIT_CAMERA else {})
 
     def __enter__(self) -> Renderer:

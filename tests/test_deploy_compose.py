@@ -19,8 +19,14 @@ import pytest
 
 yaml = pytest.importorskip("yaml")
 
-from farm.celery.app import DEFAULT_QUEUE, beat_schedule, config_from_env  # noqa: E402
-from farm.nightly import NIGHTLY_QUEUE, TASK_NAME, nightly_settings  # noqa: E402
+from farm.celery.app import (  # noqa: E402
+    DEFAULT_QUEUE,
+    NIGHTLY_QUEUE,  # noqa: E402
+    beat_schedule,
+    config_from_env,
+)
+from farm.celery.app import NIGHTLY_TASK as TASK_NAME  # noqa: E402
+from farm.environment import nightly_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = ROOT / "docker"

@@ -43,7 +43,7 @@ def test_no_module_restates_a_farm_default():
 
 def test_the_readers_take_the_tables_defaults():
     from farm.celery.app import config_from_env
-    from farm.nightly import nightly_settings
+    from farm.environment import nightly_settings
     from farm.plan.batches import batch_frames, max_frames
     from farm.run.budget import Budgets
 
@@ -73,3 +73,28 @@ def test_every_integer_variable_has_a_default_and_the_bounds_hold(monkeypatch):
     assert env_str("FARM_RESULT_BACKEND", {}) is None  # "the broker URL": the caller's to apply
     assert env_str("FARM_QUEUE", {"FARM_QUEUE": "other"}) == "other"
     assert {n for n, _, _ in FARM_VARIABLES} >= set(INT_BOUNDS)
+
+
+def test_no_module_but_farm_environment_reads_a_farm_variable():
+    """Issue 35: FARM_* is read in farm/environment.py alone (env_int, env_str, env_given, ...)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    read = re.compile(r"""(?:\.get\(|getenv\(|environ\[)\s*["']FARM_\w+["'](?!\]\s*=[^=])""")
+    found = [f"{p.relative_to(root)}:{n}" for p in sorted((root / "farm").rglob("*.py"))
+             if p.name != "environment.py" or p.parent.name != "farm"
+             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1) if read.search(line)]
+    assert not found, found
+    assert read.search('os.environ.get("FARM_OUT")') and not read.search('env["FARM_OUT"] = x')
+
+
+def test_the_renderers_variables_are_in_farm_help_with_the_renderers_defaults():
+    from farm.environment import RENDERER_VARIABLES, variables_help
+    from renderer.assets.cache import DEFAULT_MAX_BYTES
+    from renderer.gl.calls import CHECK_ENV
+
+    text = variables_help()
+    assert {n for n, _, _ in RENDERER_VARIABLES} == {"DECODE_CACHE_MB", CHECK_ENV}
+    assert all(f"  {n} " in text for n, _, _ in RENDERER_VARIABLES)
+    assert dict((n, d) for n, _, d in RENDERER_VARIABLES)["DECODE_CACHE_MB"] == str(DEFAULT_MAX_BYTES // 2**20)

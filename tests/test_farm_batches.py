@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from farm.plan.batches import Batch, expand_manifest, expand_plan, resolve_times
-from farm.plan.keys import trace_key
+from farm.plan.keys import trace_key_for
 from farm.plan.manifest import ManifestError, load_manifest
 from farm.run.execute import BatchResult, TransientError, render_batch
 from farm.run.progress import Progress
 from farm.run.worker import SyntheticRenderer
+from farm.settings import RenderSettings
 from farm.store import FolderStore as Store
 from renderer.samples import write_samples
 
@@ -40,9 +41,9 @@ def sequences(path: Path) -> list[tuple[str, int]]:
 
 
 def test_trace_key_is_stable_and_escaped():
-    assert trace_key("m/a.mdx", "Stand", 500, "auto", 64, 32, 4, 2, "#102030") == \
+    assert trace_key_for("m/a.mdx", "Stand", 500, RenderSettings(64, 32, 4, "#102030", team=2)) == \
         "m/a.mdx|Stand|500ms|auto|64x32|msaa4|team2|#102030"
-    assert trace_key("a|b%.mdx", None, 0, "auto", 1, 1, 0, 0, "transparent", "white") == \
+    assert trace_key_for("a|b%.mdx", None, 0, RenderSettings(1, 1, missing_textures="white")) == \
         "a%7Cb%25.mdx|-|0ms|auto|1x1|msaa0|team0|transparent|white"
 
 

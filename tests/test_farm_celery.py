@@ -224,7 +224,7 @@ def test_config_from_env():
 def test_transient_failure_retries_and_passes_the_batch_on(tmp_path, monkeypatch):
     """No GL in the process that took the batch: it retries, and the worker it failed on passes it on
     (twice at most) before taking it again. Eager, in-process: no broker needed."""
-    from farm.celery import render_batch_task
+    from farm.celery.tasks import render_batch_task
     from farm.plan.batches import expand_manifest
     from farm.plan.manifest import load_manifest
     from farm.run import worker as farm_worker

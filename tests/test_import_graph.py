@@ -4,13 +4,16 @@ function, in farm/ or renderer/, says why (a comment on its line or above its ru
 exists only to keep GL, Celery or another heavy library out of a process that must not load it.
 
 Every import counts, at module level or inside a function: a lazy import that closes a cycle is a
-cycle all the same. Names registered as "module:attribute" strings (renderer.formats.READERS,
-farm.run.execute.BATCH_KINDS, farm.run.dispatch.RUNNERS) are not imports and are not edges.
+cycle all the same. So does a name registered as a "module:attribute" string (renderer.formats.READERS,
+farm.run.execute.BATCH_KINDS, farm.run.dispatch.RUNNERS): importlib imports it when it is used, so
+each such string naming a module of ours is an edge too (the loop dispatch -> the Celery runner ->
+the tasks -> the nightly -> jobs -> dispatch hid in one).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,8 +50,20 @@ def _target(name: str, modules: dict) -> str | None:
     return None
 
 
+# String edges that close a loop on purpose, each with why. A batch kind is a plug-in of the batch
+# skeleton: it subclasses farm.run.execute.BatchKind, and the skeleton looks it up by the name a
+# batch carries. (To remove it: the skeleton's types below execute.py, or the lookup in the runners.)
+PLUGIN_EDGES = {("farm.run.execute", "farm.thumbs.work"): "a batch kind (BATCH_KINDS) subclasses BatchKind"}
+REGISTERED = re.compile(r"((?:farm|renderer)(?:\.\w+)*):\w+")  # "farm.run.local:run_local"
+
+
 def _visit(node, in_func: bool, mod: str, is_pkg: bool, modules: dict, edges: list) -> None:
     for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Constant) and isinstance(child.value, str):
+            m = REGISTERED.fullmatch(child.value)
+            if m and m.group(1) in modules and m.group(1) != mod and (mod, m.group(1)) not in PLUGIN_EDGES:
+                # a string registry: importlib imports it when it is used
+                edges.append((m.group(1), child.lineno, False))
         inner = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
         if isinstance(child, ast.Import):
             for a in child.names:
@@ -121,6 +136,28 @@ def test_the_checker_finds_a_cycle():
     assert find_cycle({"a": [("b", 1, False)], "b": []}) is None
 
 
+def test_string_registries_are_edges_and_would_show_the_runner_loop():
+    """The runners, batch kinds and readers registered as strings are edges; the Celery runner sends
+    tasks by name, so it imports neither the tasks nor the nightly: were it to import the tasks
+    again (as farm.celery.client did), the loop would be found only through the string edge."""
+    graph = imports(_modules())
+    assert {"farm.run.celery", "farm.run.local"} <= {t for t, _, _ in graph["farm.run.dispatch"]}
+    assert all(t not in {e for e, _, _ in graph[m]} for m, t in PLUGIN_EDGES)  # the one exception, named
+    assert "renderer.formats.mdx" in {t for t, _, _ in graph["renderer.formats"]}
+    assert not {t for t, _, _ in graph["farm.run.celery"]} & {"farm.celery.tasks", "farm.nightly"}
+    old = {m: [*e, *([("farm.celery.tasks", 0, False)] if m == "farm.run.celery" else [])] for m, e in graph.items()}
+    cycle = find_cycle(old)
+    assert cycle and {"farm.run.dispatch", "farm.run.celery", "farm.nightly"} <= set(cycle)
+    strings = [m for m, e in graph.items() for t, line, _ in e if line and _is_string_edge(m, line)]
+    assert strings and find_cycle({m: [(t, line, f) for t, line, f in e if not _is_string_edge(m, line)]
+                                   for m, e in old.items()}) is None  # without them it stays hidden
+
+
+def _is_string_edge(mod: str, line: int) -> bool:
+    path = _modules()[mod]
+    return bool(line) and bool(REGISTERED.search(path.read_text("utf-8").splitlines()[line - 1]))
+
+
 def test_layers():
     graph = imports(_modules())
     bad = [(m, t, line) for m, e in graph.items() if m.startswith("renderer") for t, line, _ in e
@@ -178,3 +215,15 @@ def test_a_frame_in_five_lines(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok Stand", out.stderr
+
+
+def test_the_celery_runner_loads_neither_the_nightly_nor_the_report():
+    """Issue 35: importing the Celery client loaded the nightly, the pipeline and the HTML report."""
+    import subprocess
+    import sys
+
+    code = ("import sys, farm.run.celery, farm.run.dispatch\n"
+            "print(sorted(m for m in ('farm.nightly', 'farm.pipeline', 'farm.report.html', 'farm.celery.tasks')"
+            " if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,8 +15,10 @@ os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from farm import goldens as G  # noqa: E402
+from farm.celery.app import NIGHTLY_TASK as TASK_NAME  # noqa: E402
 from farm.celery.app import beat_schedule  # noqa: E402
-from farm.nightly import TASK_NAME, nightly_settings, run_nightly  # noqa: E402
+from farm.environment import nightly_settings  # noqa: E402
+from farm.nightly import run_nightly  # noqa: E402
 from farm.run.jobs import JobState  # noqa: E402
 
 
@@ -41,7 +45,7 @@ def test_schedule_from_the_environment(tmp_path):
 
 
 def test_task_is_registered_on_the_app_with_its_own_queue():
-    from farm.celery import app
+    from farm.celery.tasks import app  # the tasks registered, as a worker has them
 
     assert TASK_NAME in app.tasks
     assert app.conf.task_routes[TASK_NAME] == {"queue": "farm-nightly"}
@@ -88,7 +92,7 @@ def test_nightly_writes_dated_reports_and_status_files(tmp_path, monkeypatch):
 
 def test_the_task_runs_the_nightly_function_on_the_apps_broker(monkeypatch, tmp_path):
     from farm import nightly
-    from farm.celery import app
+    from farm.celery.tasks import app  # the tasks registered, as a worker has them
 
     seen = {}
 
@@ -101,3 +105,39 @@ def test_the_task_runs_the_nightly_function_on_the_apps_broker(monkeypatch, tmp_
     assert result == {"status": "pass"}
     assert seen["manifest"] == "m.toml" and seen["reports"] == str(tmp_path)
     assert seen["broker"] == app.conf.broker_url
+
+
+def test_a_night_that_fails_midway_keeps_the_last_report_and_notifies_after_the_status_files(tmp_path, monkeypatch):
+    """Issue 35: a rerun deleted the day's report before the new one existed, opened the store outside
+    the try, and notified before the status files were written."""
+    from farm import nightly
+
+    reports, date = tmp_path / "reports", "2026-03-03"
+    (reports / date).mkdir(parents=True)
+    (reports / date / "index.html").write_text("the last good report")
+    (tmp_path / "goldens").mkdir()
+    (tmp_path / "goldens" / "index.jsonl").write_text("")
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[models]]\npath = "x.mdx"\n')
+
+    def half_a_night(job, folder, report, **kw):
+        (Path(report) / "index.html").write_text("half written")
+        raise OSError("disk full while writing the report")
+
+    monkeypatch.setattr(nightly, "run_job", lambda *a, **kw: SimpleNamespace(id="nightly-1"))
+    monkeypatch.setattr(nightly, "compare_job", half_a_night)
+    seen = tmp_path / "seen.json"
+    now = dt.datetime(2026, 3, 3, 2, 0, tzinfo=dt.UTC)
+    s = run_nightly(manifest, reports=reports, goldens=tmp_path / "goldens", out=tmp_path / "store", now=now,
+                    notify_to=f"cat {reports / 'status.json'} > {seen}")
+    assert s["status"] == "error" and "disk full" in s["problems"][0] and s["notify"]["ok"]
+    assert (reports / date / "index.html").read_text() == "the last good report"
+    assert [p.name for p in reports.iterdir() if p.name.startswith(".")] == []  # no half night left
+    told = json.loads(seen.read_text())  # what the status file said when the command ran: this night
+    assert told["status"] == "error" and told["finished"] == s["finished"] and told["notify"] is None
+    assert json.loads((reports / "status.json").read_text())["notify"]["ok"] is True
+
+    monkeypatch.setattr(nightly, "run_job", lambda *a, **kw: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(nightly, "open_store", lambda *a: (_ for _ in ()).throw(ValueError("ftp://x: no store")))
+    s = run_nightly(manifest, reports=reports, goldens=tmp_path / "goldens", out="ftp://x", now=now)
+    assert s["status"] == "error" and "no store" in s["problems"][0]  # a bad store is the night's status, not a raise

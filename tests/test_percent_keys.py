@@ -20,11 +20,12 @@ from farm import goldens as G  # noqa: E402
 from farm.cli import main  # noqa: E402
 from farm.compare.runs import compare_run, diff_runs  # noqa: E402
 from farm.plan.batches import Batch, expand_manifest  # noqa: E402
-from farm.plan.keys import TraceKeyError, legacy_key, parse_key, trace_key  # noqa: E402
+from farm.plan.keys import TraceKeyError, legacy_key, parse_key, trace_key_for  # noqa: E402
 from farm.plan.manifest import load_manifest  # noqa: E402
 from farm.report.junit import case_names  # noqa: E402
 from farm.report.model import sort_traces  # noqa: E402
 from farm.run.jobs import run_job  # noqa: E402
+from farm.settings import RenderSettings  # noqa: E402
 from renderer.formats import load_model, save_model  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
 
@@ -40,8 +41,9 @@ LEGACY = f"models/crate.mdx|Spin|1000ms|{REST}"  # what the planner keyed it as 
 @pytest.mark.parametrize("time, text", [("50%", "50%"), ("50.0%", "50%"), (" 12.5 %", "12.5%"), ("0%", "0%"),
                                         ("100%", "100%"), ("33.3%", "33.3%")])
 def test_a_fraction_is_keyed_as_such_and_round_trips(time, text):
-    key = trace_key("models/a|b%.mdx", "Attack|2", time, "auto", 64, 32, 4, 2, "#102030", "white", "farm-v0",
-                    "model", "model")
+    rs = RenderSettings(width=64, height=32, msaa=4, team=2, background="#102030", missing_textures="white",
+                        lighting="farm-v0", lights="model", events="model")
+    key = trace_key_for("models/a|b%.mdx", "Attack|2", time, rs)
     assert key == f"models/a%7Cb%25.mdx|Attack%7C2|{text}|auto|64x32|msaa4|team2|#102030|white|lighting=farm-v0" \
                   f"|lights=model|events=model"
     k = parse_key(key)
@@ -52,7 +54,7 @@ def test_a_fraction_is_keyed_as_such_and_round_trips(time, text):
 
 def test_ms_keys_are_as_before():
     key = "models/crate.mdx|Stand|500ms|auto|128x128|msaa0|team0|transparent"
-    assert trace_key("models/crate.mdx", "Stand", 500, "auto", 128, 128, 0, 0, "transparent") == key
+    assert trace_key_for("models/crate.mdx", "Stand", 500, RenderSettings(width=128, height=128)) == key
     k = parse_key(key)
     assert (k.time_ms, k.time_pct, str(k)) == (500, None, key) and legacy_key(key, 500) is None
     committed = G.GoldenIndex.load(ROOT / "goldens").traces()

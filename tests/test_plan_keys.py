@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from farm.plan.batches import Batch
-from farm.plan.keys import TraceKey, TraceKeyError, parse_key, trace_key
+from farm.plan.keys import TraceKey, TraceKeyError, parse_key, trace_key_for
 from farm.plan.manifest import ModelPlan
 from farm.settings import RenderSettings, SettingError
 
@@ -20,7 +20,9 @@ from farm.settings import RenderSettings, SettingError
     ("w.mdx", "Stand", 0, "auto", 8, 8, 0, 0, "transparent", "white", "viewer", "model", "model"),
 ])
 def test_parse_key_inverts_trace_key(args):
-    key = trace_key(*args)
+    names = ("camera", "width", "height", "msaa", "team", "background", "missing_textures", "lighting", "lights",
+             "events")
+    key = trace_key_for(*args[:3], RenderSettings(**dict(zip(names, args[3:], strict=False))))
     k = parse_key(key)
     assert (k.model, k.sequence, k.time_ms, k.camera, k.width, k.height, k.msaa, k.team, k.background,
             k.missing_textures, k.lighting, k.lights, k.events)[:len(args)] == args

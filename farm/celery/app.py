@@ -12,8 +12,9 @@ the one place they are written. FARM_OUT is the store as this worker sees it (el
 path); FARM_RENDERER and FARM_GL_BACKEND pick the renderer (farm.run.worker). A worker started
 without FARM_BROKER_URL uses Redis on this machine (`WORKER_BROKER`).
 
-The tasks are farm.celery.tasks, the client side (send a job's batches, follow them) is
-farm.celery.client.
+The tasks are farm.celery.tasks (a worker imports them as it starts: the app's `include`; this
+module and the package do not, so the runner that sends batches, farm.run.celery, loads neither the
+tasks nor the nightly they run); the runner (send a job's batches, follow them) is farm.run.celery.
 
 GL lifecycle (farm.run.worker): nothing GL is imported here or in the worker's main process.
 ``worker_init`` (main process) records the pool size and refuses pools other than prefork;
@@ -45,7 +46,7 @@ retries); a batch that finished while Redis was away still has its result in the
 client reads when the result backend lost it; the client (`farm run --broker`) waits and reconnects
 for up to FARM_BROKER_RETRY_S seconds (default 300) before it gives up with one sentence. Redis
 should keep its data across a restart (AOF: see docker/compose.yaml); when it does not, the queued
-batches are lost and the client notices and sends them again (farm.celery.client, "Batches the
+batches are lost and the client notices and sends them again (farm.run.celery, "Batches the
 broker lost"); `farm retry JOB --pending` does the same for a client that was not running.
 
 Delivery: late acks and reject-on-worker-lost (a batch whose process dies goes back to the queue
@@ -72,23 +73,23 @@ from pathlib import Path
 
 from celery import Celery, signals
 
-from farm.environment import check_broker, default_int, env_int, env_str, variable_default
-from farm.nightly import NIGHTLY_QUEUE, nightly_settings
-from farm.nightly import TASK_NAME as NIGHTLY_TASK
+from farm.environment import check_broker, default_int, env_given, env_int, env_str, nightly_settings, variable_default
 from farm.run import worker
 from farm.settings import SettingError
 
-__all__ = ["DEFAULT_QUEUE", "RENDER_TASK", "app", "beat_schedule", "config_from_env"]
+__all__ = ["DEFAULT_QUEUE", "NIGHTLY_QUEUE", "NIGHTLY_TASK", "RENDER_TASK", "app", "beat_schedule", "config_from_env"]
 
-RENDER_TASK = "farm.render_batch"
+RENDER_TASK = "farm.render_batch"  # the task names: what messages name (farm.celery.tasks registers them)
+NIGHTLY_TASK = "farm.nightly"
 DEFAULT_QUEUE = variable_default("FARM_QUEUE")
+NIGHTLY_QUEUE = variable_default("FARM_NIGHTLY_QUEUE")
 WORKER_BROKER = "redis://127.0.0.1:6379/0"  # a worker's broker when FARM_BROKER_URL is not set
 
 
 def config_from_env(environ=None) -> dict:
     """Celery settings from FARM_* variables (see the module docstring)."""
     env = os.environ if environ is None else environ
-    broker = check_broker(env.get("FARM_BROKER_URL") or WORKER_BROKER, "FARM_BROKER_URL")
+    broker = check_broker(env_given("FARM_BROKER_URL", env) or WORKER_BROKER, "FARM_BROKER_URL")
     soft = env_int("FARM_SOFT_TIME_LIMIT", environ=env)
     hard = env_int("FARM_TIME_LIMIT", soft + 60, env)  # FARM_VARIABLES: soft limit + 60
     if hard <= soft:
@@ -101,7 +102,7 @@ def config_from_env(environ=None) -> dict:
     queue = env_str("FARM_QUEUE", env)
     return {
         "broker_url": broker,
-        "result_backend": env.get("FARM_RESULT_BACKEND") or broker,
+        "result_backend": env_given("FARM_RESULT_BACKEND", env) or broker,
         "broker_connection_retry_on_startup": True,
         "broker_connection_retry": True,
         "broker_connection_max_retries": None,  # a worker waits for Redis as long as it takes
@@ -166,7 +167,7 @@ def _nightly_routes(environ=None) -> dict:
     return {NIGHTLY_TASK: {"queue": settings.get("queue") or NIGHTLY_QUEUE}}
 
 
-app = Celery("modelfarm")
+app = Celery("modelfarm", include=["farm.celery.tasks"])  # a worker imports the tasks as it starts
 app.conf.update(config_from_env())
 app.conf.beat_schedule = beat_schedule()
 app.conf.task_routes = _nightly_routes()

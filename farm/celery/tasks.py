@@ -15,8 +15,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 
 from farm import nightly
-from farm.celery.app import RENDER_TASK, app, nightly_settings
-from farm.nightly import TASK_NAME as NIGHTLY_TASK
+from farm.celery.app import NIGHTLY_TASK, RENDER_TASK, app
+from farm.environment import env_given, env_int
 from farm.plan.batches import Batch
 from farm.run import worker
 from farm.run.execute import TransientError, render_batch
@@ -38,7 +38,7 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
         raise self.retry(kwargs={"job_id": job_id, "batch": batch, "out": out, "avoid": avoid, "hops": hops + 1},
                          countdown=0.5, max_retries=(self.request.retries or 0) + 1)
     b = Batch.from_dict(batch)
-    store = open_store(os.environ.get("FARM_OUT") or out)
+    store = open_store(env_given("FARM_OUT") or out)
     last = [0.0, 0.0]
     eager = bool(self.request.is_eager)  # run in-process by .apply(): no backend, no events
     events = bool(conf.worker_send_task_events) and not eager
@@ -75,7 +75,7 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
     return result.to_dict(times=True)  # render times for the coordinator (the store keeps none)
 
 
-_NIGHTLY_LIMIT = (nightly_settings() or {}).get("time_limit", 12 * 3600)
+_NIGHTLY_LIMIT = env_int("FARM_NIGHTLY_TIME_LIMIT")  # the table's default (farm.environment.FARM_VARIABLES)
 
 
 @app.task(name=NIGHTLY_TASK, bind=True, acks_late=False, time_limit=_NIGHTLY_LIMIT + 300,

@@ -10,7 +10,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from farm.cli.common import UsageError, folder_models, load_model_arg, msaa_arg, size_arg, team_arg
+from farm.cli.common import UsageError, folder_models, load_model_arg
+from farm.cli.options import add_render_options, render_settings
 from farm.environment import default_game
 from farm.escape import terminal
 from farm.files import atomic_write, atomic_write_json
@@ -28,12 +29,9 @@ from farm.images import (
 from farm.look import CAMERA_HELP, blank_warning, frame_defaults, sequence_length
 from farm.plan.batches import frame_limit
 from farm.settings import (
-    RenderSettings,
     check_assets,
-    check_background,
     check_camera,
     check_game,
-    check_lighting,
     check_time,
     containing_root,
 )
@@ -48,9 +46,7 @@ from renderer.formats.halo import TAG_KINDS, format_halo_info
 from renderer.formats.mdx import chunk_table
 from renderer.frame import Renderer, resolve_sequence
 from renderer.fx.events import resolve_events
-from renderer.rules import DEFAULT_LIGHTING, EVENTS_MODES, LIGHTING_RULES, LIGHTS_MODES
 from renderer.summary import format_text, summarize
-from renderer.texture_set import DEFAULT_MISSING_TEXTURES, MISSING_MODES
 
 __all__ = ["EXAMPLES", "add_parsers"]
 
@@ -309,13 +305,8 @@ def _render(args) -> int:
     elif len(times) > 1 and is_stream(out):  # numbered names next to /dev/stdout or a FIFO: never what was meant
         raise UsageError(f"-o {args.output}: {len(times)} frames go to files numbered after -o's name, and"
                          f" {args.output} is a device or a pipe; name a file instead (e.g. frames.png)")
-    settings = RenderSettings(width=args.size[0], height=args.size[1], msaa=args.msaa,
-                              background=check_background(args.background, "--background"),
-                              camera=check_camera(camera, "--camera"), team=args.team,
-                              missing_textures=args.missing_textures, assets=check_assets(args.assets, "--assets"),
-                              game=check_game(args.game, "--game") if args.game else default_game(),
-                              lighting=check_lighting(args.lighting, "--lighting"), lights=args.lights,
-                              events=args.events)
+    settings = render_settings(args, camera=check_camera(camera, "--camera"),
+                               **({} if args.game else {"game": default_game()}))
     stop_at = containing_root(args.model, settings.assets)
     renderer = Renderer(args.backend)
     blank: list[tuple[int, str]] = []  # (ms, why) of each blank frame
@@ -400,28 +391,8 @@ def add_parsers(sub) -> None:
                         " lasts until the next timestamp (the last one the gap before it); every frame's trace goes in"
                         " the OUTPUT.json sidecar")
     s.add_argument("--fps", type=float, help="with --animate (implies it): each frame lasts 1000/FPS ms instead")
-    s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH or N (NxN), default 512x512")
-    s.add_argument("--camera", help=CAMERA_HELP)
-    s.add_argument("--team", type=team_arg, default=0, help="team colour index 0-27")
-    s.add_argument("--msaa", type=msaa_arg, default=0, help="MSAA samples (clamped to what GL grants)")
-    s.add_argument("--background", default="transparent", help="transparent or #rrggbb")
-    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
-                   help="asset root, a folder or an MPQ archive (.mpq, .w3x, .w3m); repeatable, searched in order"
-                        " after the model's folder and the folders above it up to its map")
-    s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES),
-                   help=f"lighting rule (renderer/rules.py; default {DEFAULT_LIGHTING}: the most used viewer's)")
-    s.add_argument("--lights", default="off", choices=LIGHTS_MODES,
-                   help="model: the model's own LITE lights shade it too, on top of --lighting (renderer/rules.py,"
-                        " 'Model lights'); default off")
+    add_render_options(s, defaults={"size": (512, 512), "camera": None}, helps={"camera": CAMERA_HELP})
     s.add_argument("--wireframe", action="store_true", help="draw the geosets as lines (what farm view's w shows)")
-    s.add_argument("--events", default="off", choices=EVENTS_MODES,
-                   help="model: draw EVTS event visuals (spawned models, splats; from the game's SLK tables, found"
-                        " like textures: --assets, --game); default off (renderer/rules.py, EVENTS_MODES)")
-    s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
-                   help="Warcraft III game data, searched last: the installation folder (its MPQ archives, patch"
-                        " first), archives, or extracted data (default: $FARM_GAME_DIR)")
-    s.add_argument("--missing-textures", choices=MISSING_MODES, default=DEFAULT_MISSING_TEXTURES,
-                   help="what a texture that cannot be found is drawn as (default checker)")
     s.add_argument("--backend", default="auto", choices=("auto", "egl", "osmesa", "glfw"),
                    help="GL backend (default auto: EGL, then OSMesa, then a hidden GLFW window)")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from farm.cli.common import UsageError, load_model_arg, size_arg
-from farm.settings import RenderSettings, check_assets
+from farm.cli.common import UsageError, load_model_arg
+from farm.cli.options import add_render_options, render_settings
 from farm.view.state import ViewState, parse_script, script_help
 from renderer.errors import FormatError
-from renderer.rules import DEFAULT_LIGHTING, LIGHTING_RULES
 
 __all__ = ["EXAMPLES", "add_parsers", "main"]
 
@@ -29,8 +28,8 @@ def cmd_view(args) -> int:
     except ValueError as e:
         raise UsageError(f"--script: {e}") from None
     model = load_model_arg(args.model)
-    render = RenderSettings(assets=check_assets(args.assets, "--assets"), lighting=args.lighting)
-    state = ViewState.for_model(model, args.model, width=args.size[0], height=args.size[1], render=render)
+    render = render_settings(args)
+    state = ViewState.for_model(model, args.model, width=render.width, height=render.height, render=render)
     from farm.view.window import ViewWindow  # noqa: PLC0415 - glfw and a window only for this command
 
     try:
@@ -47,10 +46,8 @@ def add_parsers(sub) -> None:
     s = sub.add_parser("view", help="interactive preview window (glfw; needs a display)",
                        description=KEYS_HELP + "\n\n" + script_help())
     s.add_argument("model", help="model file (.mdx, .mdl, .model, .gbxmodel) or ARCHIVE:ENTRY")
-    s.add_argument("--size", type=size_arg, default=(512, 512), help="WxH of the frame and window, default 512x512")
-    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE", help="asset root (repeatable)")
-    s.add_argument("--lighting", default=DEFAULT_LIGHTING, choices=sorted(LIGHTING_RULES),
-                   help=f"lighting rule (default {DEFAULT_LIGHTING})")
+    add_render_options(s, only=("size", "assets", "lighting"), defaults={"size": (512, 512)},
+                       helps={"size": "WxH of the frame and window, default {default}"})
     s.add_argument("--out", default=".", help="folder for frames saved with s (default: the current folder)")
     s.add_argument("--script", help='steps instead of a user, e.g. "orbit 30 0; key s; quit" (every step: see'
                                     " above)")

@@ -80,7 +80,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from farm.environment import default_goldens
+from farm.environment import default_goldens, env_given
 from farm.files import append_line, atomic_write, read_json_lines_at
 from farm.images import png_pixel_digest
 
@@ -136,8 +136,8 @@ def default_user(by: str | None = None) -> str:
     """Who decides: `by`, else $FARM_USER, else git's user.name <user.email>, else $USER."""
     if by:
         return by
-    if os.environ.get("FARM_USER"):
-        return os.environ["FARM_USER"]
+    if env_given("FARM_USER"):
+        return env_given("FARM_USER")
     parts = []
     for key in ("user.name", "user.email"):
         try:

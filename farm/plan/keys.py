@@ -23,8 +23,10 @@ metadata; they are not in the key, so a golden can follow a trace across model e
 upgrades.
 
 `trace_key_for(model, sequence, time, settings)` builds a key from a settings object (a
-`farm.settings.RenderSettings`, or anything with its key fields, `KEY_FIELDS`: a `TraceKey` is one);
-`trace_key` is the same key from the fields given one by one. `parse_key` takes one apart into a
+`farm.settings.RenderSettings`, or anything with the attributes of `KEY_SETTINGS`: a `TraceKey` is
+one). Which settings a key names, how it spells each and in which place come from the table of
+render settings (farm.settings.RENDER_SETTINGS, each row's `key`); nothing here names a setting.
+`parse_key` takes one apart into a
 `TraceKey` (`str(parse_key(k)) == k` for every key `trace_key_for` makes). Code that needs the model
 or the sequence of a key calls `parse_key`; nothing else splits on '|'. `timeless_key` names a key's
 frames across times (its time as ``*``), what the report groups into filmstrips.
@@ -33,19 +35,23 @@ frames across times (its time as ``*``), what the report groups into filmstrips.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from types import SimpleNamespace
+from dataclasses import field, make_dataclass, replace
 
-from renderer.rules import DEFAULT_LIGHTING
-from renderer.texture_set import DEFAULT_MISSING_TEXTURES
+from farm.settings import RENDER_SETTINGS, SIZE
 
-__all__ = ["KEY_FIELDS", "TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "timeless_key",
-           "trace_key", "trace_key_for"]
+__all__ = ["KEY_SETTINGS", "TraceKeyError", "TraceKey", "legacy_key", "parse_key", "percent_text", "timeless_key",
+           "trace_key_for"]
 
 NO_SEQUENCE = "-"
-# The settings a key names, after the model, sequence and time: the attributes `trace_key_for` reads.
-KEY_FIELDS = ("camera", "width", "height", "msaa", "team", "background", "missing_textures", "lighting", "lights",
-              "events")
+# The settings a key names after the model, sequence and time (farm.settings.RENDER_SETTINGS' `key`):
+# the fixed parts by position, then the optional ones in the table's order.
+_FIXED = tuple(sorted((s for s in RENDER_SETTINGS if s.key and s.key.position is not None),
+                      key=lambda s: s.key.position))
+_OPTIONAL = tuple(s for s in RENDER_SETTINGS if s.key and s.key.position is None)
+KEY_SETTINGS = (*_FIXED, *_OPTIONAL)
+_NAMED = {s.key.prefix: s for s in _OPTIONAL if s.key.prefix}  # "lighting=" -> its row
+_BARE = next((s for s in _OPTIONAL if not s.key.prefix), None)  # the optional part spelled as its value alone
+_SHAPE = "model|sequence|time|" + "|".join(s.name for s in _FIXED)
 
 
 def _esc(text: str) -> str:
@@ -66,31 +72,25 @@ def percent_text(value: float | str) -> str:
     return f"{float(text[:-1] if text.endswith('%') else text):g}%"
 
 
-@dataclass(frozen=True)
-class TraceKey:
-    model: str
-    sequence: str | None  # None: bind pose
-    time_ms: int | None  # None for a fraction of the sequence (`time_pct`): its ms is in the trace record
-    camera: str
-    width: int
-    height: int
-    msaa: int
-    team: int
-    background: str
-    missing_textures: str = DEFAULT_MISSING_TEXTURES
-    lighting: str = DEFAULT_LIGHTING
-    lights: str = "off"
-    events: str = "off"
-    time_pct: str | None = None  # "50%": a fraction of the sequence's length (percent_text), not ms
+def _str(self) -> str:
+    return trace_key_for(self.model, self.sequence, self.time_ms if self.time_pct is None else self.time_pct, self)
 
-    def __str__(self) -> str:
-        return trace_key_for(self.model, self.sequence, self.time_ms if self.time_pct is None else self.time_pct,
-                             self)
 
-    @property
-    def rest(self) -> str:
-        """The key without its model part (what names a test case within a model)."""
-        return str(self).split("|", 1)[1]
+def _rest(self) -> str:
+    """The key without its model part (what names a test case within a model)."""
+    return str(self).split("|", 1)[1]
+
+
+# model, sequence (None: bind pose), time_ms (None for a fraction of the sequence, `time_pct`: its ms
+# is in the trace record), then the key's settings in key order, then time_pct ("50%", percent_text).
+TraceKey = make_dataclass(
+    "TraceKey", [("model", str), ("sequence", "str | None"), ("time_ms", "int | None"),
+                 *[(a, "Any", field(default=v) if s.key.position is None else field())
+                   for s in KEY_SETTINGS for a, v in s.spread(s.default).items()],
+                 ("time_pct", "str | None", field(default=None, kw_only=True))],
+    frozen=True, namespace={"__str__": _str, "rest": property(_rest),
+                            "__doc__": "A trace key taken apart (parse_key); str() puts it back together."})
+TraceKey.__module__ = __name__
 
 
 def _time_part(time: int | str) -> str:
@@ -103,31 +103,21 @@ def _time_part(time: int | str) -> str:
 def trace_key_for(model: str, sequence: str | None, time: int | str, settings) -> str:
     """The key of a frame of `model` (its path relative to the manifest) at `time` (ms, or a fraction
     of the sequence as a string, "50%") of `sequence` (None: bind pose), drawn under `settings` (a
-    RenderSettings, a TraceKey, anything with the `KEY_FIELDS` attributes)."""
+    RenderSettings, a TraceKey, anything with the attributes of `KEY_SETTINGS`)."""
     return _join(model, sequence, _time_part(time), settings)
 
 
-def _join(model: str, sequence: str | None, time_part: str, s) -> str:
-    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), time_part, _esc(s.camera),
-             f"{int(s.width)}x{int(s.height)}", f"msaa{int(s.msaa)}", f"team{int(s.team)}", s.background]
-    if s.missing_textures != DEFAULT_MISSING_TEXTURES:
-        parts.append(s.missing_textures)
-    if s.lighting != DEFAULT_LIGHTING:
-        parts.append(f"lighting={s.lighting}")
-    if s.lights != "off":
-        parts.append(f"lights={s.lights}")
-    if s.events != "off":
-        parts.append(f"events={s.events}")
+def _spell(s, value) -> str:
+    if s.type is SIZE:
+        return f"{int(value[0])}x{int(value[1])}"
+    return s.key.prefix + (str(int(value)) if s.type is int else _esc(value))
+
+
+def _join(model: str, sequence: str | None, time_part: str, settings) -> str:
+    parts = [_esc(model), NO_SEQUENCE if sequence is None else _esc(sequence), time_part]
+    parts += [_spell(s, s.value(settings)) for s in _FIXED]
+    parts += [_spell(s, v) for s in _OPTIONAL if (v := s.value(settings)) != s.default]
     return "|".join(parts)
-
-
-def trace_key(model: str, sequence: str | None, time_ms: int | str, camera: str, width: int, height: int, msaa: int,
-              team: int, background: str, missing_textures: str = DEFAULT_MISSING_TEXTURES,
-              lighting: str = DEFAULT_LIGHTING, lights: str = "off", events: str = "off") -> str:
-    """`trace_key_for` with the settings given one by one (tests, tools that have no settings object)."""
-    fields = SimpleNamespace(camera=camera, width=width, height=height, msaa=msaa, team=team, background=background,
-                             missing_textures=missing_textures, lighting=lighting, lights=lights, events=events)
-    return trace_key_for(model, sequence, time_ms, fields)
 
 
 _TIME = re.compile(r"(-?\d+)ms")
@@ -135,24 +125,42 @@ _PCT = re.compile(r"\d+(?:\.\d+)?(?:e-\d+)?%")
 _SIZE = re.compile(r"(\d+)x(\d+)")
 
 
+def _read(s, text: str):
+    """The value `text` spells for setting `s`, or None when it does not spell one."""
+    if s.type is SIZE:
+        m = _SIZE.fullmatch(text)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+    if not text.startswith(s.key.prefix):
+        return None
+    text = text[len(s.key.prefix):]
+    if s.type is int:
+        return int(text) if text.isdigit() else None
+    return _unesc(text)
+
+
+def _optional(key: str, part: str):
+    name, eq, _ = part.partition("=")
+    s = _NAMED.get(name + eq) if eq else _BARE
+    value = None if s is None else _read(s, part)
+    if value is None:
+        raise TraceKeyError(f"{key!r} is not a trace key: {part!r} is no setting a key names")
+    return s, value
+
+
 def parse_key(key: str) -> TraceKey:
     parts = str(key).split("|")
-    if not 8 <= len(parts) <= 12:
-        raise TraceKeyError(f"{key!r} is not a trace key (model|sequence|time|camera|size|msaa|team|background)")
-    extras = {"missing": DEFAULT_MISSING_TEXTURES, "lighting": DEFAULT_LIGHTING, "lights": "off", "events": "off"}
-    for extra in parts[8:]:
-        name, eq, value = extra.partition("=")
-        extras[name if eq else "missing"] = value if eq else extra
-    missing, lighting, lights, events = extras["missing"], extras["lighting"], extras["lights"], extras["events"]
-    model, seq, time, camera, size, msaa, team, background = parts[:8]
-    t, s = _TIME.fullmatch(time), _SIZE.fullmatch(size)
+    if not 3 + len(_FIXED) <= len(parts) <= 3 + len(KEY_SETTINGS):
+        raise TraceKeyError(f"{key!r} is not a trace key ({_SHAPE})")
+    model, seq, time = parts[:3]
+    t = _TIME.fullmatch(time)
     pct = time if t is None and _PCT.fullmatch(time) and percent_text(time) == time else None
-    if not ((t or pct) and s and msaa.startswith("msaa") and msaa[4:].isdigit() and team.startswith("team")
-            and team[4:].isdigit()):
-        raise TraceKeyError(f"{key!r} is not a trace key (model|sequence|time|camera|size|msaa|team|background)")
+    values = {s: _read(s, p) for s, p in zip(_FIXED, parts[3:], strict=False)}
+    if not (t or pct) or any(v is None for v in values.values()):
+        raise TraceKeyError(f"{key!r} is not a trace key ({_SHAPE})")
+    values.update(_optional(key, p) for p in parts[3 + len(_FIXED):])
+    fields = {a: v for s, value in values.items() for a, v in s.spread(value).items()}
     return TraceKey(_unesc(model), None if seq == NO_SEQUENCE else _unesc(seq), int(t.group(1)) if t else None,
-                    _unesc(camera), int(s.group(1)), int(s.group(2)), int(msaa[4:]), int(team[4:]), background,
-                    missing, lighting, lights, events, pct)
+                    time_pct=pct, **fields)
 
 
 def timeless_key(key: str) -> str:

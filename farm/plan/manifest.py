@@ -8,6 +8,7 @@
     camera = "auto"                   # auto | a CAMS camera name | ex,ey,ez:tx,ty,tz[:ux,uy,uz[:fov]]
     team = 0                          # team colour 0-27
     missing_textures = "checker"      # or "white"
+    # background_alpha = 255          # 0-255: the opacity of a "#rrggbb" background
     sequences = "all"                 # or names (and/or indices): ["Stand", "Walk"]
     # sequences = ["Portrait", "Stand", "first"]   # a fallback: the first of these the model has
     timestamps = [0, "50%", "100%"]   # ms from the sequence start, or fractions of its length (the
@@ -75,21 +76,11 @@ from farm.compare.metrics import Thresholds
 from farm.plan.keys import percent_text
 from farm.plan.toml_lines import key_lines, line_of
 from farm.settings import (
+    RENDER_SETTINGS,
     RenderSettings,
     SettingError,
-    check_assets,
-    check_background,
-    check_camera,
-    check_events,
-    check_game,
     check_int,
-    check_lighting,
-    check_lights,
     check_missing_policy,
-    check_missing_textures,
-    check_msaa,
-    check_size,
-    check_team,
     check_time,
     type_name,
 )
@@ -108,9 +99,8 @@ __all__ = [
 
 THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 
-# Render settings: allowed at the top level and in each [[models]] entry.
-SETTINGS = ("assets", "game", "lighting", "lights", "events", "size", "msaa", "background", "camera", "team",
-            "missing_textures", "missing", "sequences", "timestamps", "every", "thresholds")
+# Render settings (farm.settings.RENDER_SETTINGS) and the plan's: allowed at the top level and in each [[models]] entry.
+SETTINGS = (*(s.name for s in RENDER_SETTINGS), "missing", "sequences", "timestamps", "every", "thresholds")
 TOP_KEYS = ("name", "models", "listfile", "follow_links", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
 THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
@@ -393,19 +383,13 @@ def _validate_thresholds(ctx: _Ctx, key: tuple, values: dict, table: dict) -> No
 def _settings(ctx: _Ctx, table: dict, key: tuple, root: Path) -> dict:
     """Validate the render settings present in `table`; returns {name: value} for those given."""
     s: dict[str, Any] = {}
-    if "assets" in table:
-        s["assets"] = _setting(ctx, (*key, "assets"), check_assets, table["assets"], root)
-    if "game" in table:
-        s["game"] = _setting(ctx, (*key, "game"), check_game, table["game"], root)
+    for setting in RENDER_SETTINGS:  # farm.settings' table: each by its own rule (paths relative to here)
+        if setting.name in table:
+            value = _setting(ctx, (*key, setting.name), setting.check, table[setting.name],
+                             *((root,) if setting.relative else ()))
+            s.update(setting.spread(value))
     if "missing" in table:
         s["missing"] = _setting(ctx, (*key, "missing"), check_missing_policy, table["missing"])
-    if "size" in table:
-        s["width"], s["height"] = _setting(ctx, (*key, "size"), check_size, table["size"])
-    for name, check in (("msaa", check_msaa), ("background", check_background), ("camera", check_camera),
-                        ("team", check_team), ("missing_textures", check_missing_textures),
-                        ("lighting", check_lighting), ("lights", check_lights), ("events", check_events)):
-        if name in table:
-            s[name] = _setting(ctx, (*key, name), check, table[name])
     if "sequences" in table:
         s["sequences"] = _sequences(ctx, (*key, "sequences"), table["sequences"])
     if "timestamps" in table and "every" in table:
@@ -562,7 +546,8 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
         files = _model_files(ctx, key, entry, root, listfile, follow)
         own = _settings(ctx, entry, key, root)
         settings = {**defaults, **own}
-        settings["assets"] = tuple(dict.fromkeys((*defaults.get("assets", ()), *own.get("assets", ()))))
+        for each in (s.name for s in RENDER_SETTINGS if s.accumulates):  # added to the job's, not instead
+            settings[each] = tuple(dict.fromkeys((*defaults.get(each, ()), *own.get(each, ()))))
         settings["thresholds"] = {**defaults.get("thresholds", {}), **own.get("thresholds", {})}
         render = RenderSettings(**{k: settings.pop(k) for k in RenderSettings.FIELDS if k in settings})
         for f in files:

@@ -11,20 +11,17 @@ import importlib
 from collections.abc import Callable
 
 from farm.environment import check_reachable
+from farm.run.errors import RunnerUnavailable
 from farm.run.execute import BatchResult
 
 __all__ = ["RUNNERS", "RunnerUnavailable", "in_flight", "mode", "run_batches"]
 
-
-class RunnerUnavailable(RuntimeError):
-    """The runner cannot be reached (the broker stayed away longer than the client waits)."""
-
 # mode -> "module:function" taking (job_id, batches, store, where, on_result, progress), `where` being
 # the broker URL (celery) or the number of processes (local); imported when used: a local run never
-# loads Celery or its Redis client, and the Celery client (which itself runs jobs, for the nightly
-# task) is not imported by this module.
+# loads Celery or its Redis client. These strings are edges of the import graph all the same
+# (tests/test_import_graph.py follows them).
 RUNNERS = {
-    "celery": "farm.celery.client:run_celery",
+    "celery": "farm.run.celery:run_celery",
     "local": "farm.run.local:run_local",
 }
 
@@ -59,7 +56,7 @@ def run_batches(job_id: str, batches: list, store, *, broker: str | None, worker
 
 # mode -> "module:function" taking (job_id, store, broker, batch_ids): which of those batches are
 # still queued or running (batch id -> task id, or None); a local run's batches end with its process.
-IN_FLIGHT = {"celery": "farm.celery.client:in_flight"}
+IN_FLIGHT = {"celery": "farm.run.celery:in_flight"}
 
 
 def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> dict[str, str | None]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from farm.environment import default_game
 from farm.look import DEFAULT_CAMERA, default_time, frame_camera, sequence_length
-from farm.settings import MAX_TEAM, RenderSettings, containing_root
+from farm.settings import MAX_TEAM, RenderSettings, containing_root, flag_words
 from renderer.camera import AUTO_FOV_DEG, resolve_camera
 from renderer.frame import FrameSpec
 from renderer.model import Model
@@ -241,16 +241,9 @@ class ViewState:
         argv = ["farm", "render", self.model, "-o", str(output)]
         if self.sequence is not None:
             argv += ["--sequence", str(self.sequence)]
-        rs = self.render
-        argv += ["--time", str(self.time_ms), "--size", f"{rs.width}x{rs.height}",
-                 "--camera", self.camera_spec(), "--team", str(rs.team), "--background", rs.background,
-                 "--missing-textures", rs.missing_textures, "--lighting", rs.lighting, "--lights", rs.lights]
-        if rs.events != "off":  # only when on: the command of a frame without events is as before
-            argv += ["--events", rs.events]
+        argv += ["--time", str(self.time_ms), *flag_words(self.render.replace(camera=self.camera_spec()))]
         if self.wireframe:
             argv.append("--wireframe")
-        for a in rs.assets:
-            argv += ["--assets", str(a)]
         return argv
 
     def command_line(self, output: str) -> str:

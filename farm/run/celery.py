@@ -1,7 +1,9 @@
 """The client side of a Celery run: send a job's batches, follow their progress, collect results.
 
 Used by farm.run.dispatch when a broker is given (`farm run --broker`, `farm thumbnails
---broker`, the nightly task).
+--broker`, the nightly task), beside the local runner (farm.run.local). It sends batches by task name
+(farm.celery.app.RENDER_TASK) through the worker's app and never imports the tasks (farm.celery.tasks),
+which run the nightly, which runs jobs, which dispatch here.
 
 Batches the broker lost. A Redis that restarts without its data (no AOF) forgets the batches still
 queued (and their states). After a reconnect, or when Redis's run id changes, the client compares
@@ -18,7 +20,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 
@@ -27,10 +28,9 @@ from celery import states
 from celery.result import AsyncResult
 from kombu.exceptions import OperationalError
 
-from farm.celery.app import app
-from farm.celery.tasks import render_batch_task
-from farm.environment import env_int, redact_url
-from farm.run.dispatch import RunnerUnavailable
+from farm.celery.app import RENDER_TASK, app
+from farm.environment import env_given, env_int, redact_url
+from farm.run.errors import RunnerUnavailable
 from farm.run.execute import BatchResult, record_forward
 
 __all__ = ["broker_tasks", "in_flight", "run_celery"]
@@ -97,7 +97,7 @@ def _message_task(raw) -> tuple[str, dict]:
 
 def _queue() -> str:
     """The queue batches are sent to: FARM_QUEUE as this process has it now, else the app's."""
-    return os.environ.get("FARM_QUEUE") or app.conf.task_default_queue
+    return env_given("FARM_QUEUE") or app.conf.task_default_queue
 
 
 def broker_tasks(queue: str, conn=None) -> dict[str, dict]:
@@ -219,7 +219,7 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
     """
     if broker:
         app.conf.broker_url = broker
-        if not os.environ.get("FARM_RESULT_BACKEND"):
+        if not env_given("FARM_RESULT_BACKEND"):
             app.conf.result_backend = broker
     queue = _queue()
 
@@ -231,8 +231,8 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
     call = _Reconnecting(broker, say, env_int("FARM_BROKER_RETRY_S"))
 
     def send(b) -> str:
-        r = call(render_batch_task.apply_async, kwargs={"job_id": job_id, "batch": b.to_dict(),
-                                                         "out": store.location}, queue=queue, retry=False)
+        r = call(app.send_task, RENDER_TASK, kwargs={"job_id": job_id, "batch": b.to_dict(),
+                                                     "out": store.location}, queue=queue, retry=False)
         return r.id
 
     pending = {task_id or f"followed-{b.id}": b for task_id, b in (follow or ())}
