@@ -15,6 +15,13 @@ interleaved and the best of --repeat is kept, so both see the same machine load.
   on K copies of the corpus instead, a tree where the fixed costs (start-up, the last contact
   sheet) weigh less.
 
+With --instant N, the farm's own cost of one-frame thumbnails instead: N copies of the smallest
+sample model, drawn by an instant renderer (FARM_RENDERER=thumbnails:instant, this file's
+`instant`: a fixed 8x8 frame, so only loading, batching, encoding, transport and the coordinator's
+writes remain), locally with 2 processes (models/s, the coordinator's CPU ms a model) and, with
+--broker redis://HOST:PORT/DB (a Redis of your own: its INFO commandstats are read before and
+after), through a `celery worker` of 2 processes started here (models/s, Redis commands a model).
+
 With --shared N, also a tree of N models that share one 1024x1024 texture (as hundreds of units
 share `Textures\X.blp`), in one process, with the per-process decode cache (renderer.assets.cache)
 and without it (DECODE_CACHE_MB=0): models per minute for both and their ratio.
@@ -92,6 +99,106 @@ def shared(args) -> None:
               f" ratio {rates['cache'] / rates['no cache']:.2f}")
 
 
+def instant():
+    """FARM_RENDERER=thumbnails:instant (bench/ on PYTHONPATH): a renderer that returns one fixed 8x8
+    frame at once, so a run measures the farm's own costs."""
+    import numpy as np
+
+    from renderer.frame import Frame
+
+    rgba = np.zeros((8, 8, 4), np.uint8)
+    rgba[2:6, 2:6] = (200, 120, 40, 255)
+
+    class Instant:
+        def gl_info(self) -> dict:
+            return {"renderer": "instant"}
+
+        def render(self, model, spec, model_digest=None):
+            return Frame(rgba.copy(), {"renderer_version": "instant-1", "model_hash": model_digest,
+                                       "time_ms": int(spec.time_ms), "size": [8, 8]}, [])
+
+        def forget(self, model) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    return Instant()
+
+
+def _redis_commands(url: str) -> int:
+    """The total of INFO commandstats' calls on the Redis at `url` (a RESP exchange, no client library)."""
+    import socket
+    from urllib.parse import urlparse
+
+    u = urlparse(url)
+    with socket.create_connection((u.hostname or "localhost", u.port or 6379), timeout=5) as s:
+        s.sendall(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+        data = b""
+        while not data.endswith(b"\r\n") or data.count(b"\r\n") < 2 or len(data) < int(data[1:data.index(b"\r\n")]):
+            data += s.recv(65536)
+    return sum(int(part.split(b"calls=")[1].split(b",")[0]) for part in data.split(b"\r\n") if b"calls=" in part)
+
+
+def instant_runs(args) -> None:
+    import resource
+    import subprocess
+    import uuid
+
+    from renderer.samples import write_samples
+
+    env = {**os.environ, "FARM_RENDERER": "thumbnails:instant",
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    os.environ.update({k: env[k] for k in ("FARM_RENDERER", "PYTHONPATH")})
+    sys.path.insert(0, str(ROOT / "bench"))
+    from farm.thumbs import ThumbnailOptions, make_thumbnails
+
+    with tempfile.TemporaryDirectory(prefix="bench-instant-") as tmp:
+        tmp = Path(tmp)
+        write_samples(tmp / "samples")
+        small = min((tmp / "samples").glob("*.mdx"), key=lambda p: p.stat().st_size)
+        tree = tmp / "tree"
+        for i in range(args.instant):
+            d = tree / f"d{i // 1000:03d}"
+            d.mkdir(parents=True, exist_ok=True)
+            shutil.copy(small, d / f"m{i:06d}.mdx")
+        opts = ThumbnailOptions(size=8, sheet=0, render=ThumbnailOptions().render.replace(msaa=1))
+
+        def run(out: Path, broker: str) -> tuple[float, float, int]:
+            r0 = resource.getrusage(resource.RUSAGE_SELF)
+            t0 = time.perf_counter()
+            s = make_thumbnails([tree], out, opts, broker=broker, workers=2, progress=False)
+            dt = time.perf_counter() - t0
+            r1 = resource.getrusage(resource.RUSAGE_SELF)
+            cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+            assert s.models == args.instant and not s.failed, s.text()
+            return dt, cpu, s.models
+
+        dt, cpu, n = run(tmp / "local", "local")
+        print(f"instant renderer, {n} one-frame models ({small.name}), local, 2 processes: {dt:.2f} s ="
+              f" {n / dt:.0f} models/s; coordinator CPU {cpu / n * 1e3:.3f} ms a model")
+        if not args.broker:
+            return
+        queue = f"bench-thumbs-{uuid.uuid4().hex[:8]}"
+        wenv = {**env, "FARM_BROKER_URL": args.broker, "FARM_RESULT_BACKEND": args.broker, "FARM_QUEUE": queue}
+        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "farm.celery", "worker", "--pool", "prefork",
+                                   "--concurrency", "2", "-n", f"{queue}@%h", "-Q", queue, "-l", "warning",
+                                   "--without-mingle", "--without-gossip"], env=wenv, cwd=str(tmp),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            os.environ.update(FARM_QUEUE=queue, FARM_RESULT_BACKEND=args.broker)
+            make_thumbnails([small], tmp / "warm", opts, broker=args.broker, progress=False)  # the worker is up
+            before = _redis_commands(args.broker)
+            dt, cpu, n = run(tmp / "celery", args.broker)
+            used = _redis_commands(args.broker) - before
+        finally:
+            worker.terminate()
+            worker.wait(30)
+        print(f"  celery, 2 worker processes: {dt:.2f} s = {n / dt:.0f} models/s; coordinator CPU"
+              f" {cpu / n * 1e3:.3f} ms a model; {used / n:.1f} Redis commands a model ({used} in all, INFO"
+              f" commandstats)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
@@ -102,7 +209,13 @@ def main() -> int:
                                                                       " the decode cache on and off")
     ap.add_argument("--copies", type=int, default=1, metavar="K",
                     help="the tree is K copies of the corpus (a larger tree: fixed costs weigh less)")
+    ap.add_argument("--instant", type=int, default=0, metavar="N",
+                    help="N one-frame models with the instant renderer: the farm's own cost only")
+    ap.add_argument("--broker", help="with --instant: also through Celery on this Redis (redis://HOST:PORT/DB)")
     args = ap.parse_args()
+    if args.instant:
+        instant_runs(args)
+        return 0
     if args.shared:
         shared(args)
     corpus = Path(args.corpus)

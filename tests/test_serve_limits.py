@@ -222,3 +222,37 @@ def test_a_stop_that_lands_just_after_a_thread_started_gives_its_slot_back_once(
     assert errors == []
     assert all(server._slots.acquire(blocking=False) for _ in range(server.max_connections))
     assert not server._slots.acquire(blocking=False)
+
+
+def test_pipelining_clients_that_never_read_do_not_starve_a_normal_get(server):
+    """Issue 34 item 9: 40 connections each pipeline 3,000 GETs and never read an answer; a normal
+    GET meanwhile is answered within a second (it waited 8.5 s), and no more handler threads run
+    than the cap."""
+    server, _ = server
+    port = server.server_address[1]
+    request = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    before = threading.active_count()
+    clients = []
+    try:
+        for _ in range(40):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            s.setblocking(False)
+            clients.append(s)
+        burst = request * 3000
+        for s in clients:  # as much of the 3,000 requests as the socket takes; never a read
+            try:
+                s.send(burst)
+            except OSError:
+                pass
+        time.sleep(1.0)  # the server is busy answering them into full socket buffers
+        waits = []
+        for _ in range(3):
+            started = time.monotonic()
+            status, body = get(port, timeout=30)
+            waits.append(time.monotonic() - started)
+            assert status == 200 and b"<html" in body.lower()
+        assert threading.active_count() - before <= server.max_connections + 1
+        assert max(waits) < 1.0, waits
+    finally:
+        for s in clients:
+            s.close()

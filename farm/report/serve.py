@@ -22,7 +22,10 @@ compared as bytes (`hmac.compare_digest`), so a non-ASCII one is simply wrong. A
 `READ_TIMEOUT` seconds in all to send its request (line, headers, body; again between the requests
 of a kept-alive connection), then it is dropped, and when every slot is taken a new connection
 drops the connection that has waited longest for its client's bytes, so slow clients (slowloris)
-can neither pile up threads nor keep a quick request out. The temporary report folder is removed
+can neither pile up threads nor keep a quick request out. A client that does not read its answers
+waits the same way (its turn to take them: `_send`), and a connection serves at most
+`MAX_REQUESTS_PER_CONNECTION` requests, so 40 connections pipelining thousands of GETs without
+reading cannot keep a normal GET waiting (issue 34 item 9). The temporary report folder is removed
 when the server stops (Ctrl-C, SIGTERM) and when it cannot start (the port is taken).
 
 Only this machine can reach it: the server binds 127.0.0.1 (or another loopback address given
@@ -68,6 +71,7 @@ MAX_BODY = 64 * 1024
 MAX_DEPTH = 32  # nesting of a JSON body (the endpoints take flat objects; json.loads recurses per level)
 READ_TIMEOUT = 10.0  # seconds a connection may take to send its request (line, headers, body)
 MAX_CONNECTIONS = 32  # connections with a handler thread at a time
+MAX_REQUESTS_PER_CONNECTION = 100  # then the connection closes: pipelined thousands cannot hold a slot
 
 
 def same_token(given: str, token: str) -> bool:
@@ -259,7 +263,10 @@ class ReportHandler(BaseHTTPRequestHandler):
 
     def handle_one_request(self):
         self.server.waiting(self.connection)  # the client's turn to send: READ_TIMEOUT in all
+        self.requests_served = getattr(self, "requests_served", 0) + 1
         super().handle_one_request()
+        if self.requests_served >= MAX_REQUESTS_PER_CONNECTION:
+            self.close_connection = True  # bounded work per connection; the client reconnects
 
     def parse_request(self) -> bool:
         ok = super().parse_request()
@@ -289,9 +296,13 @@ class ReportHandler(BaseHTTPRequestHandler):
         self.send_header("Referrer-Policy", "no-referrer")
         for k, v in (extra or {}).items():
             self.send_header(k, v)
+        # The client's turn again: to take the answer. One that does not read (pipelining without
+        # reading) waits like a slow sender: dropped after READ_TIMEOUT, or first when slots run out.
+        self.server.waiting(self.connection)
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
+        self.server.working(self.connection)
 
     def _json(self, code: int, obj: dict) -> None:
         self._send(code, json.dumps(obj).encode("utf-8"), "application/json")
