@@ -22,7 +22,8 @@ import pytest
 from conftest import redis_up, redis_url
 from fx_util import fx_model, prem, white
 from render_util import quad
-from test_store_s3 import BUCKET, _farm, _images_whole, _index, _job, s3  # noqa: F401 - s3 is a fixture
+from s3server import s3  # noqa: F401 - s3 is a fixture
+from test_store_s3 import BUCKET, _farm, _images_whole, _index, _job
 
 from renderer.model import Layer, Material
 from renderer.samples import write_samples

@@ -17,8 +17,9 @@ import uuid
 
 import pytest
 from conftest import redis_up, redis_url
+from s3server import s3  # noqa: F401 - s3 is a fixture
 from test_inputs_travel import _stop, _worker_elsewhere
-from test_store_s3 import BUCKET, _farm, s3  # noqa: F401 - s3 is a fixture
+from test_store_s3 import BUCKET, _farm
 
 from renderer.png import read_png
 from renderer.samples import write_samples
