@@ -227,6 +227,21 @@ def upload_palettes(pose, palette) -> list[int]:
     return offsets
 
 
+def _frame_uniforms(cache, program, prog, loc, frame) -> None:
+    """The frame's uniforms (view, projection, lighting rule, eye), each set where the program holds
+    another value."""
+    view, projection, rule, eye = frame
+    gl = cache.gl
+    cache.uniform_matrix(prog, loc["u_view"], gl.glUniformMatrix4fv, view)
+    cache.uniform_matrix(prog, loc["u_projection"], gl.glUniformMatrix4fv, projection)
+    program.set_lighting(loc, rule, cache, prog)
+    cache.uniform(prog, loc["u_texture"], gl.glUniform1i, 0)
+    cache.uniform(prog, loc["u_palette"], gl.glUniform1i, 1)
+    for slot, name in HD_SLOT_UNIFORMS.items():
+        cache.uniform(prog, loc[name], gl.glUniform1i, HD_SLOT_UNITS[slot])
+    cache.uniform(prog, loc["u_eye"], gl.glUniform3f, *eye)
+
+
 def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
     """Draw the posed model with `draw`'s camera, programs and lighting rule; `draw.lights`: a
     `renderer.lights.FrameLights` to shade with the model's own lights (the program's light-loop
@@ -255,15 +270,7 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
         if lights is None and held.get((prog, "frame")) == frame_key:
             return prog, loc  # an earlier frame set them to these values
         held[(prog, "frame")] = frame_key if lights is None else None
-        # the frame's uniforms, each set where the program holds another value
-        cache.uniform_matrix(prog, loc["u_view"], gl.glUniformMatrix4fv, view)
-        cache.uniform_matrix(prog, loc["u_projection"], gl.glUniformMatrix4fv, projection)
-        program.set_lighting(loc, rule, cache, prog)
-        cache.uniform(prog, loc["u_texture"], gl.glUniform1i, 0)
-        cache.uniform(prog, loc["u_palette"], gl.glUniform1i, 1)
-        for slot, name in HD_SLOT_UNIFORMS.items():
-            cache.uniform(prog, loc[name], gl.glUniform1i, HD_SLOT_UNITS[slot])
-        cache.uniform(prog, loc["u_eye"], gl.glUniform3f, *eye)
+        _frame_uniforms(cache, program, prog, loc, (view, projection, rule, eye))
         if lights is not None:
             program.set_lights(loc, lights)
         return prog, loc

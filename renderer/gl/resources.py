@@ -139,7 +139,7 @@ class PaletteBuffer:
         """matrices: (M, 4, 4); only the first three rows are stored."""
         from OpenGL import GL
 
-        from .calls import fast
+        from .calls import fast  # lazily, like GL above: no GL in a parent process
 
         gl = fast()  # a frame's upload: unchecked calls (the draw loop checks after its draws)
         rows = np.ascontiguousarray(np.asarray(matrices, np.float32)[:, :3, :]).reshape(-1)
