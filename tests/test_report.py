@@ -142,7 +142,8 @@ def test_markdown_summary(mixed):
     assert f'<img src="https://ci/r/{image_relpath(fail["png"])}" width="96" alt="new">' in published
     assert f'<img src="https://ci/r/{heatmap_relpath(fail["diff_image"])}" width="96" alt="difference">' in published
     assert "### New traces (no golden yet) (1 of 1)" in md
-    assert f"farm approve {results['job']} --new" in md
+    assert f"farm approve {results['job']} --new" not in md  # the runner's store: never (issue 32)
+    assert f"farm approve {out.name} --new" in md  # the report folder, as CI uploads it
     # the key of every table row stays in its cell: '|' inside keys is escaped
     for line in md.splitlines():
         if line.startswith("| <code>"):
