@@ -63,23 +63,10 @@ def json_wide_chunks(obj: dict, wide: str):
 
 
 def write_chunks(path: str | Path, chunks) -> None:
-    """Write the text of `chunks` (an iterable of str) to `path` through a temporary file in its folder,
-    renamed into place (atomic_write for a document too large to hold as one string); UTF-8, a name
-    from bytes that are not UTF-8 as its escape (json_bytes' "backslashreplace")."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name[:40]}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8", errors="backslashreplace", buffering=1 << 20, newline="\n") as f:
-            for chunk in chunks:
-                f.write(chunk)
-        os.replace(tmp, path)
-    except OSError as e:  # name the file the caller asked for, not the temporary one
-        tmp.unlink(missing_ok=True)
-        raise type(e)(e.errno, e.strerror, str(path)) from e
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    """Write the text of `chunks` (an iterable of str) to `path` as atomic_write does (a document too
+    large to hold as one string); UTF-8, a name from bytes that are not UTF-8 as its escape
+    (json_bytes' "backslashreplace")."""
+    atomic_write(path, (chunk.encode("utf-8", "backslashreplace") for chunk in chunks))
 
 
 def file_digest(path: str | Path) -> str:

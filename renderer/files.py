@@ -24,18 +24,20 @@ __all__ = ["atomic_write", "is_stream"]
 _DESCRIPTOR = re.compile(r"/dev/(stdout|stderr|fd/\d+)|/proc/(self|thread-self|\d+)/fd/\d+")
 
 
-def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = None) -> None:
-    """Write `data` to `path` through a temporary file in `tmp_dir` (default: path's folder, which must
-    be on the same file system), renamed into place: a reader never sees half a file and a process
-    killed mid-write leaves at most a stray ``.NAME.PID.XXXX.tmp`` (NAME cut to 40 characters). A
-    device or FIFO is written into, a link's file is replaced (module docstring); OSErrors name `path`."""
+def atomic_write(path: str | Path, data, tmp_dir: str | Path | None = None) -> None:
+    """Write `data` (bytes, or an iterable of bytes chunks for a document too large to hold whole) to
+    `path` through a temporary file in `tmp_dir` (default: path's folder, which must be on the same
+    file system), renamed into place: a reader never sees half a file and a process killed mid-write
+    leaves at most a stray ``.NAME.PID.XXXX.tmp`` (NAME cut to 40 characters). A device or FIFO is
+    written into, a link's file is replaced (module docstring); OSErrors name `path`."""
+    chunks = (data,) if isinstance(data, bytes | bytearray | memoryview) else data
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     mode = _mode(path)  # through links: the target's
     if mode is not None and stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "is a folder; name a file to write", str(path))
     if _streaming(path, mode):
-        _write_into(path, data)
+        _write_into(path, chunks)
         return
     if target != path:
         tmp_dir = None  # the link's file may be on another file system than tmp_dir
@@ -45,8 +47,9 @@ def atomic_write(path: str | Path, data: bytes, tmp_dir: str | Path | None = Non
     # At most 40 characters of the name (160 bytes): a name near NAME_MAX still gets a temporary file.
     tmp = tmp_dir / f".{target.name[:40]}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        with open(tmp, "wb") as f:  # no fsync: the rename is what readers rely on; a lost frame re-renders
-            f.write(data)
+        with open(tmp, "wb", buffering=1 << 20) as f:  # no fsync: the rename is what readers rely on
+            for chunk in chunks:
+                f.write(chunk)
         os.replace(tmp, target)
     except OSError as e:  # name the file the caller asked for, not the temporary one
         tmp.unlink(missing_ok=True)
@@ -74,14 +77,15 @@ def _streaming(path: str | Path, mode: int | None) -> bool:
             or bool(_DESCRIPTOR.fullmatch(os.path.abspath(path))))
 
 
-def _write_into(path: Path, data: bytes) -> None:
+def _write_into(path: Path, chunks) -> None:
     """Write into what `path` opens (a device, a FIFO: blocks until it has a reader, as `cp` does)."""
     try:
         fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
         try:
-            view = memoryview(data)
-            while view:  # unbuffered: a full device fails here, at the write that did not fit
-                view = view[os.write(fd, view):]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:  # unbuffered: a full device fails here, at the write that did not fit
+                    view = view[os.write(fd, view):]
         finally:
             os.close(fd)
     except OSError as e:
