@@ -102,7 +102,8 @@ def test_thumbnails_archive_entries_stay_inside_out(tmp_path, capsys):
     created = files_under(tmp_path) - before
     assert created and all(f.startswith("o1/o2/out/") for f in created), sorted(created)
     inside = {f.removeprefix("o1/o2/out/") for f in created}
-    assert all(f.split("/")[0] in {"thumbs", "by-sha256", "sheets", "index.json", "index.html", ".farm"} for f in inside), inside
+    tops = {"thumbs", "by-sha256", "sheets", "index.json", "index.html", ".farm"}
+    assert all(f.split("/")[0] in tops for f in inside), inside
     entries = {e["path"]: e for e in json.loads((out / "index.json").read_text("utf-8"))["models"]}
     assert set(entries) == {"a.mpq:crate.mdx", "a.mpq:../../../../x/deep.mdx", "a.mpq:C:/y/drive.mdx",
                             "a.mpq:../../../../../../../../esc/deep.mdx", "a.mpq:lead.mdx"}
