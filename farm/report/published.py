@@ -8,8 +8,8 @@ What the report holds for that (written by farm.report.write_report):
                    the PNG bytes), and ``origin`` (`report_origin`): the report's folder name and URL,
                    the CI run that wrote it, and the goldens and manifest relative to the git work
                    tree's root (farm.repository), so the reviewer's clone finds its goldens
-    img/           every image, named by that sha256 (`image_names`: the one place that says where
-                   in img/ an image is)
+    img/ab/        every image, named by that sha256 (farm.report.images.image_relpath; `image_names`
+                   also tries the flat img/ of reports written before the shards)
 
 `open_report(ref)` reads a folder, or an http(s) URL of one (or of its index.html or results.json),
 into a `ReportRun`: what farm.goldens.decisions takes as a run (id, traces, a store that gives the
@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from http.client import HTTPException, IncompleteRead
 from pathlib import Path
 
+from farm.report.images import IMAGES, image_relpath
 from farm.repository import relative_to_root, work_tree_root
 
 __all__ = ["DEADLINE_S", "MAX_IMAGE_BYTES", "MAX_RESULTS_BYTES", "RESULTS_NAME", "TIMEOUT_S", "ReportError",
@@ -59,8 +60,9 @@ class ReportError(ValueError):
 
 def image_names(png: str) -> list[str]:
     """Where a report's image named by the sha256 `png` may be, relative to the report folder, in the
-    order to try: ``img/<png>.png``, then the sharded ``img/<first two>/<png>.png``."""
-    return [f"img/{png}.png", f"img/{png[:2]}/{png}.png"]
+    order to try: where write_report puts it (farm.report.images.image_relpath, sharded), then the
+    flat ``img/<png>.png`` of reports written before the shards."""
+    return [image_relpath(png), f"{IMAGES}/{png}.png"]
 
 
 # --------------------------------------------------------------------------------------------
