@@ -19,6 +19,7 @@ machine the wall clock follows the other load; the CPU ratio is the steadier fig
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import statistics
@@ -41,7 +42,7 @@ def child(root: str) -> int:
     from renderer.frame import FrameSpec, Renderer
 
     r, models = Renderer(), {}
-    ahead_ok = getattr(Renderer, "renders_ahead", False)
+    ahead_ok = "then" in inspect.signature(Renderer.render).parameters
     for line in sys.stdin:
         job = json.loads(line)
         model = models.get(job["model"]) or models.setdefault(job["model"], load_model(job["model"]))

@@ -121,8 +121,6 @@ def texture_settings(spec: FrameSpec, assets=(), game=(), stop_at=None) -> Textu
 class Renderer:
     """Owns one GL context (created lazily, in the calling process) and per-model GPU resources."""
 
-    renders_ahead = True  # render(..., then=next_spec): farm.run.execute passes a batch's next frame
-
     def __init__(self, backend: str = "auto", assets=(), game=(), stop_at=None):
         """`assets`, `game`, `stop_at`: defaults for every frame (a FrameSpec's own asset roots come
         first; its game data and stop root, when given, replace these)."""

@@ -122,8 +122,6 @@ def test_a_frame_batch_stores_the_same_images_rendered_ahead_or_one_at_a_time(sa
     calls = []
 
     class Watched(OneAtATime):
-        renders_ahead = True
-
         def render(self, model, spec, model_digest=None, then=None):
             calls.append(then)
             return renderer().render(model, spec, model_digest, then=then)

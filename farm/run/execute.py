@@ -33,6 +33,7 @@ Nothing here imports GL at import time; the renderer is created by the factory i
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import time
 from collections.abc import Callable
@@ -365,9 +366,13 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
 
 
 def _ahead(renderer, batch: Batch, work: Work, before: dict) -> dict[str, dict]:
-    """key -> {"then": the spec of the frame rendered after it}, for a renderer that renders ahead
-    (renderer.frame.Renderer: it poses and issues the next frame while this one rasterises); {} else."""
-    if not getattr(renderer, "renders_ahead", False):
+    """key -> {"then": the spec of the frame rendered after it}, for a renderer whose render takes
+    `then` (renderer.frame.Renderer: it poses and issues the next frame while this one rasterises);
+    {} for the others (stand-ins, and subclasses that override render without it)."""
+    try:
+        if "then" not in inspect.signature(renderer.render).parameters:
+            return {}
+    except (TypeError, ValueError):  # no signature to read: ask for one frame at a time
         return {}
     todo = [(k, t) for k, t in work.frames if k not in before]
     return {k: {"then": batch.frame_spec(work.sequence, t)} for (k, _), (_, t) in zip(todo, todo[1:], strict=False)}
