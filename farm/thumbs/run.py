@@ -328,7 +328,9 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summa
           ) -> tuple[list[Batch], dict[str, str]]:
     """The batches of the models to render (not skipped as up to date, nor as failed for their own
     reason with nothing changed since, unless `retry`; a model that cannot be read is recorded
-    failed here, cause "input") and every model's options fingerprint."""
+    failed here: cause "input" for a file the system would not read, "model" for an archive entry that
+    cannot be opened (its name, its archive's bytes: farm.thumbs.work.failure_cause's rule)) and every
+    model's options fingerprint."""
     todo: list[Batch] = []
     fps: dict[str, str] = {}
     seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
@@ -338,8 +340,10 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summa
         try:
             digest = model_digest(str(f.path))
         except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
-            error = str(e) if isinstance(e, FormatError) else f"{f.path}: cannot read: {e.strerror or e}"
-            state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None, "cause": "input"})
+            own = isinstance(e, FormatError)
+            error = str(e) if own else f"{f.path}: cannot read: {e.strerror or e}"
+            state.record(f.id, {"status": "failed", "error": error, "options": fp, "sha256": None,
+                                "cause": "model" if own else "input"})
             summary.rendered.append(f.id)
             continue
         rec = state.records.get(f.id)
