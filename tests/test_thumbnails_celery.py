@@ -38,4 +38,8 @@ def test_celery_and_local_thumbnails_are_identical(worker, tmp_path):  # noqa: F
     for rel in files:  # thumbnails, sheets, index.json and index.html: the same bytes
         assert (tmp_path / "celery" / rel).read_bytes() == (tmp_path / "local" / rel).read_bytes(), rel
     again = make_thumbnails([root], tmp_path / "celery", opts, broker=REDIS, progress=False)
-    assert again.rendered == ["models/broken.mdx"] and again.skipped == 3
+    # an unchanged model that failed for its own reason is not tried again (issue 33 item 6) ...
+    assert again.rendered == [] and again.skipped == 3 and again.kept_failed == 1
+    assert list(again.failed) == ["models/broken.mdx"]
+    retried = make_thumbnails([root], tmp_path / "celery", opts, broker=REDIS, progress=False, retry_failed=True)
+    assert retried.rendered == ["models/broken.mdx"] and retried.skipped == 3  # ... unless asked
