@@ -23,7 +23,6 @@ import collections
 import json
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,9 +31,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from travel import BUCKET, start_moto  # the moto_server the travel bench starts (bench/ is on sys.path)
 
 ROOT = Path(__file__).resolve().parents[1]
-BUCKET = "bench"
 _PIXELS = np.full((8, 8, 4), (40, 90, 160, 255), np.uint8)
 
 
@@ -62,37 +61,11 @@ def instant() -> _Instant:
     return _Instant()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _moto(tmp: Path) -> tuple[subprocess.Popen, dict, Path]:
-    port = _free_port()
     log = tmp / "moto.log"
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=log.open("wb"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "AWS_"))}
-    env.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
-               AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=str(tmp / "none"),
-               AWS_SHARED_CREDENTIALS_FILE=str(tmp / "none"), FARM_RENDERER="store:instant",
-               PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'bench'}")
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise SystemExit("moto_server did not start") from None
-            time.sleep(0.1)
-    import boto3
-
-    client = boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", aws_access_key_id="bench",
-                          aws_secret_access_key="bench", region_name="us-east-1")
-    client.create_bucket(Bucket=BUCKET)
-    return proc, env | {"_client": client}, log
+    proc, env = start_moto(tmp, stderr=log.open("wb"), FARM_RENDERER="store:instant",
+                           PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'bench'}")
+    return proc, env, log
 
 
 def _manifest(tmp: Path, frames: int) -> Path:

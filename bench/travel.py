@@ -45,15 +45,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _moto(tmp: Path) -> tuple[subprocess.Popen, dict]:
+def start_moto(tmp: Path, stderr=subprocess.DEVNULL, **extra: str) -> tuple[subprocess.Popen, dict]:
+    """moto_server on a free loopback port with the bench bucket made, and the environment (AWS_* for
+    it, no FARM_*/AWS_* of the caller's, `extra` added) that a farm command reaching it runs with;
+    env["_client"] is a boto3 client of it. bench/store.py starts its server here too."""
     port = _free_port()
     proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=stderr)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FARM_", "AWS_"))}
     env.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}", AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench",
                AWS_DEFAULT_REGION="us-east-1", AWS_CONFIG_FILE=str(tmp / "none"),
-               AWS_SHARED_CREDENTIALS_FILE=str(tmp / "none"), EGL_PLATFORM="surfaceless", PYOPENGL_PLATFORM="egl")
-    deadline = time.monotonic() + 30
+               AWS_SHARED_CREDENTIALS_FILE=str(tmp / "none"), **extra)
+    deadline = time.monotonic() + 60
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
@@ -136,7 +139,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="farm-travel-") as tmp:
         tmp = Path(tmp)
-        proc, env = _moto(tmp)
+        proc, env = start_moto(tmp, EGL_PLATFORM="surfaceless", PYOPENGL_PLATFORM="egl")
         try:
             manifest = _manifest(tmp, args.models, args.size)
             cache = tmp / "worker-cache"
