@@ -80,7 +80,8 @@ def _stop(worker: subprocess.Popen) -> None:
         worker.wait(10)
 
 
-def test_a_worker_that_cannot_see_the_files_renders_what_a_local_run_renders(s3, tmp_path):  # noqa: F811
+def skip_without_a_worker_elsewhere() -> None:
+    """Skip, with the reason, where a Celery worker in its own mount namespace cannot be started."""
     if not redis_up():
         pytest.skip("no Redis for the Celery test (scripts/ensure-redis.sh starts one)")
     if shutil.which("unshare") is None or os.geteuid() != 0:
@@ -88,6 +89,10 @@ def test_a_worker_that_cannot_see_the_files_renders_what_a_local_run_renders(s3,
     probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True)
     if probe.returncode:
         pytest.skip(f"cannot make a mount namespace here: {probe.stderr.strip()}")
+
+
+def test_a_worker_that_cannot_see_the_files_renders_what_a_local_run_renders(s3, tmp_path):  # noqa: F811
+    skip_without_a_worker_elsewhere()
     hidden = tmp_path / "site"  # everything the coordinator sees: models, textures, its local store
     hidden.mkdir()
     manifest = _project(hidden)

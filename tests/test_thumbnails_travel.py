@@ -9,16 +9,13 @@ also under its content-digest key."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import time
 import uuid
 
 import pytest
-from conftest import redis_up, redis_url
+from conftest import redis_url
 from s3server import s3  # noqa: F401 - s3 is a fixture
-from test_inputs_travel import _stop, _worker_elsewhere
+from test_inputs_travel import _stop, _worker_elsewhere, skip_without_a_worker_elsewhere
 from test_store_s3 import BUCKET, _farm
 
 from renderer.png import read_png
@@ -28,13 +25,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_thumbnails_into_a_bucket_from_a_worker_that_sees_only_the_bucket(s3, tmp_path):  # noqa: F811
-    if not redis_up():
-        pytest.skip("no Redis for the Celery test (scripts/ensure-redis.sh starts one)")
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        pytest.skip("needs root and unshare(1) for a worker in its own mount namespace")
-    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, text=True)
-    if probe.returncode:
-        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.strip()}")
+    skip_without_a_worker_elsewhere()
     hidden = tmp_path / "site"
     write_samples(hidden / "models")
     local = _farm(s3, hidden, "thumbnails", "models", "-o", str(hidden / "local"), "--size", "32", "--workers", "1",
