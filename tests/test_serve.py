@@ -155,17 +155,27 @@ def test_farm_serve_command(tmp_path):
         proc.wait(10)
 
 
-def test_saved_results_stay_reusable_only_when_the_server_made_every_change(served):
+def test_saved_results_are_current_after_decisions_made_here_and_elsewhere(served):
+    """The server compares again every trace whose golden lines changed, whoever changed them, so the
+    comparison it saves is the one a fresh `farm compare` makes and is reused as such."""
     from farm import goldens as G
+    from farm.compare.runs import compare_run, load_results
 
     api, token = served["url"] + "api/", {"X-Farm-Token": served["state"].token}
     run, g = served["run"], served["goldens"]
-    saved = run.store.job_dir(run.id) / "comparison.json"
     request(api + "approve", {"key": K_NEW}, token)
-    assert json.loads(saved.read_text())["goldens_digest"] == GoldenIndex.load(g).digest()
-    G.reject(g, run, [K_FAIL], by="someone in a terminal")  # behind the server's back
-    request(api + "undo", {}, token)  # undoes that rejection: the server's results were stale
-    assert json.loads(saved.read_text())["goldens_digest"] is None
+    G.reject(g, run, [K_PASS], by="someone in a terminal")  # behind the server's back
+    status, out = request(api + "undo", {}, token)  # undoes the last decision: the terminal's
+    out = json.loads(out)
+    assert status == 200 and "undid reject" in out["message"] and out["elsewhere"] == [K_PASS], out
+    assert out["statuses"][K_PASS][0] == "pass" and K_NEW not in out["statuses"]
+    G.reject(g, run, [K_NEW], by="someone in a terminal")
+    assert request(served["url"])[0] == 200  # a page load catches up
+    saved = load_results(run)
+    fresh = compare_run(run, g, write=False)
+    assert saved["goldens_digest"] == GoldenIndex.load(g).digest() == fresh["goldens_digest"]
+    assert {k: t["status"] for k, t in saved["traces"].items()} == {k: t["status"] for k, t in fresh["traces"].items()}
+    assert saved["counts"] == fresh["counts"] and saved["problems"] == fresh["problems"]
 
 
 def test_beyond_loopback_every_request_needs_the_token(tmp_path):

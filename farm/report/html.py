@@ -184,20 +184,13 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None, pag
     models = page["models"] if "models" in page else sorted({v["model"] for v in views})
     title = (f"modelfarm diff: {results['base']['job']} -> {results['head']['job']}" if diff
              else f"modelfarm: {results['job']}")
-    bulk = []
-    if not diff:
-        if counts.get("new"):
-            bulk.append(("approve every new trace", approve_command(results, extra=("--new",))))
-        if counts.get("fail"):
-            bulk.append(("approve every failed trace", approve_command(results, extra=("--failed",))))
     strips = page["strips"] if "strips" in page else build_strip_views(results, views, serve)
     max_side = max([max(v["w"], v["h"]) for v in views] + [max(s["w"], s["h"]) for s in strips] or [128])
     return _env().get_template("report.html.j2").render(
         strips=strips, failing_strips=sum(1 for s in strips if s["failing"]),
         title=title if count == 1 else f"{title} (page {number} of {count})", results=results, views=views,
         diff=diff, counts=counts, statuses=statuses, head=counts_view(results),
-        failed_with_image=sum(1 for v in views if v["status"] == "fail" and v["can_decide"]),
-        labels=LABELS, models=models, serve=serve, bulk=bulk, zoom=2 if max_side <= 160 else 1,
+        labels=LABELS, models=models, serve=serve, zoom=2 if max_side <= 160 else 1,
         new_label="head" if diff else "new", golden_label="base" if diff else "golden",
         root="" if number == 1 else "../", page_number=number, page_count=count,
         pager=_pager(number, count) if count > 1 else [], row_files=page.get("row_files", 0),

@@ -14,7 +14,8 @@ from pathlib import Path
 from farm.compare.metrics import metric_checks
 from farm.compare.status import GROUP_ORDER, LABELS, REPORT_ORDER, STATUS_ORDER, group_of, verdict_word
 
-__all__ = ["MARK_FLAGS", "approve_command", "approve_flags", "compact_cells", "counts_view", "metric_rows",
+__all__ = ["MARK_FLAGS", "approve_command", "approve_flags", "bulk_commands", "compact_cells", "counts_view",
+           "metric_rows",
            "shell_path", "sort_traces"]
 
 
@@ -104,10 +105,28 @@ def compact_cells(t: dict) -> dict:
             "over": "-" if not m else f"{100 * (m.get('pixels_over') or 0.0):.2f}%"}
 
 
-def counts_view(results: dict) -> dict:
-    """The verdict and counts as the report's header shows them (the page, and `farm serve`'s
-    answers, which the page uses to refresh them): verdict word, [(status, count, label)], totals."""
+def bulk_commands(results: dict) -> list[list[str]]:
+    """[label, command] for the header: one approval of every new and of every failed trace."""
+    if results.get("kind") == "diff":
+        return []
     counts = results.get("counts", {})
+    out = []
+    if counts.get("new"):
+        out.append(["approve every new trace", approve_command(results, extra=("--new",))])
+    if counts.get("fail"):
+        out.append(["approve every failed trace", approve_command(results, extra=("--failed",))])
+    return out
+
+
+def counts_view(results: dict) -> dict:
+    """Everything in the report's header that a decision can change, as the page shows it (the
+    page, and `farm serve`'s answers, from which the page refreshes it in place): verdict word,
+    [(status, count, label)] (the counts and the status filter's labels), totals, the problem
+    lines, the bulk commands and how many failed traces have an image to approve."""
+    counts = results.get("counts", {})
+    traces = results.get("traces", {})
     return {"verdict": results.get("verdict"), "word": verdict_word(results, "report"),
             "counts": [[s, counts[s], LABELS.get(s, s)] for s in REPORT_ORDER if counts.get(s)],
-            "total": counts.get("total", 0), "compared": results.get("compared", 0)}
+            "total": counts.get("total", 0), "compared": results.get("compared", 0),
+            "problems": list(results.get("problems", [])), "commands": bulk_commands(results),
+            "failed_with_image": sum(1 for t in traces.values() if t.get("status") == "fail" and t.get("png"))}

@@ -8,11 +8,21 @@ plus three endpoints that change the golden index exactly as the commands do:
     POST /api/bulk     {"action": "approve"|"reject", "keys": [TRACE, ...]}    one decision for them all
     POST /api/bulk     {"action": "approve", "status": "fail"}     farm approve RUN --failed
     POST /api/undo     {}                             farm approve --undo --yes
+    GET  /api/state                                   the header and index digest, after catching up
 
 Each answers JSON ``{"ok", "message", "status"}`` (the trace's status afterwards; bulk and undo:
-``"statuses": {key: [status, label]}``) with ``"head"`` (the verdict and counts,
-farm.report.model.counts_view) so the page refreshes its counts, and rewrites the report, so a
-reload shows the new state. A decision approves the bytes the run stored, the very image on the
+``"statuses": {key: [status, label]}``) with ``"head"`` (everything in the header a decision
+changes: verdict, counts and filter labels, problem lines, bulk commands; farm.report.model.counts_view)
+so the page refreshes it in place, and rewrites the report, so a reload shows the new state.
+
+Never stale: before every decision, on every page load and on the page's poll of /api/state (every
+few seconds while it is visible), the server catches up with the golden index
+(farm.report.index_watch): the traces whose lines changed since its results, whoever changed them (a
+`farm approve --undo` in a terminal), are compared again, the report rewritten, and the page told
+("elsewhere" / "changed": it shows a banner and the new statuses). So "Approve all failed" always
+means the traces failed now, and the comparison the server saves is the one `farm compare` would make.
+
+A decision approves the bytes the run stored, the very image on the
 page; a blank frame only with ``"allow_blank": true`` (as --allow-blank).
 
 Robustness: a request line with a NUL byte is a 400; a JSON body is at most `MAX_BODY` bytes and
@@ -32,7 +42,9 @@ Only this machine can reach it: the server binds 127.0.0.1 (or another loopback 
 with --host), answers only requests whose Host header names that address or ``localhost``
 (DNS rebinding), and takes a POST only with the page's token in an ``X-Farm-Token`` header
 (another web page the browser has open cannot set it without a CORS preflight, which this server
-never grants). The token is random per start, or FARM_SERVE_TOKEN when that is set: then, on any
+never grants), and refuses, token or not, a POST whose Origin (else Referer) is not this server or
+whose Sec-Fetch-Site is not same-origin (`_same_origin`).
+The token is random per start, or FARM_SERVE_TOKEN when that is set: then, on any
 bind (loopback too), every request needs it, pages included (the link's ``?token=`` once, then an
 HttpOnly cookie), because the page carries the token for its POSTs.
 """
@@ -62,6 +74,7 @@ from farm.compare.runs import compare_run, results_for
 from farm.compare.status import LABELS
 from farm.environment import env_str
 from farm.report.html import write_report
+from farm.report.index_watch import IndexWatch
 from farm.report.model import counts_view
 from farm.settings import SettingError
 
@@ -125,49 +138,75 @@ class ReportServer:
         self._own_folder = folder is None
         self.folder = Path(folder or tempfile.mkdtemp(prefix="farm-serve-"))
         self.lock = threading.Lock()
+        self.watch = IndexWatch(self.goldens)
+        index, digest = self.watch.look()
         self.results = results_for(job, self.goldens, allow_new=allow_new)
-        self.write()
+        if self.results.get("goldens_digest") == digest:
+            self.watch.saw(index, digest)
+        self.caught: list[str] = []  # traces the last catch_up compared again (the page refreshes them)
+        if not self.catch_up():
+            self.write()
 
     def write(self) -> None:
-        write_report(self.results, self.folder, serve={"token": self.token})
+        write_report(self.results, self.folder, serve={"token": self.token, "digest": self.digest()})
 
-    def index_digest(self) -> str:
-        return G.GoldenIndex.load(self.goldens).digest()
+    def digest(self) -> str | None:
+        """The digest of the golden index the results are current with (the page keeps it to tell a
+        change made elsewhere from its own)."""
+        return self.watch.seen[0] if self.watch.seen else None
 
-    def recompare(self, keys: list[str] | None = None, before: str | None = None) -> None:
-        """Compare `keys` again (all when None). `before`: the index digest before this server's
-        change; when it is not the one the results were made with, someone else changed the
-        index too, and the saved results are marked for a full comparison next time."""
-        current = before is not None and before == self.results.get("goldens_digest")
-        self.results = compare_run(self.job, self.goldens, allow_new=self.allow_new, keys=keys,
-                                   previous=self.results if keys is not None else None, rest_current=current)
-        self.write()
+    def catch_up(self, cheap: bool = False) -> list[str]:
+        """Compare again every trace whose golden lines changed since the results were made, by this
+        server or anyone else (a `farm approve` in a terminal), and rewrite the report when some did;
+        returns their keys. `cheap`: trust the index file's stat (page loads and the page's polls)."""
+        if cheap and self.watch.quiet():
+            return []
+        changed: list[str] = []
+        for _ in range(3):  # the index may change again while a comparison runs: look once more
+            index, digest = self.watch.look()
+            keys = self.watch.changes(index, digest)
+            if keys == set():
+                self.watch.saw(index, digest)  # the same lines: keep the stat, to skip reading next time
+                break
+            if keys is not None and keys <= self.job.traces.keys():
+                self.results = compare_run(self.job, self.goldens, allow_new=self.allow_new, keys=sorted(keys),
+                                           previous=self.results)
+            else:  # nothing seen yet, or a line of a legacy key: everything
+                keys = set(self.job.traces)
+                self.results = compare_run(self.job, self.goldens, allow_new=self.allow_new)
+            changed += sorted(keys - set(changed))
+            self.watch.saw(index, digest)  # compared against `index` or newer: the next look tells
+        else:
+            self.watch.forget()  # still changing: compare everything next time
+        if changed:
+            self.write()
+        self.caught = list(dict.fromkeys([*self.caught, *changed]))
+        return changed
 
     def status_of(self, key: str) -> str | None:
         t = self.results["traces"].get(key)
         return t["status"] if t else None
 
     def answer(self, out: dict, keys=()) -> dict:
-        """`out` with the statuses of `keys` and the header's counts (the page refreshes from them)."""
-        head = counts_view(self.results)
-        head["failed_with_image"] = sum(1 for t in self.results["traces"].values()
-                                        if t["status"] == "fail" and t.get("png"))
+        """`out` with the statuses of `keys` and of every trace compared again meanwhile (a decision made
+        elsewhere), the header as the page shows it (farm.report.model.counts_view) and the index
+        digest the page is now current with: the page refreshes all of it in place."""
         statuses = {}
-        for k in keys:
+        for k in dict.fromkeys([*keys, *self.caught]):
             st = self.status_of(k)
             if st is not None:
                 statuses[k] = [st, LABELS.get(st, st)]
         if "status" in out and out["status"]:
             out["label"] = LABELS.get(out["status"], out["status"])
-        return {**out, "statuses": statuses, "head": head}
+        self.caught = []
+        return {**out, "statuses": statuses, "head": counts_view(self.results), "digest": self.digest()}
 
     # --- actions (called with self.lock held)
     def approve(self, key: str, env: bool = False, allow_blank: bool = False) -> dict:
         if key not in self.job.traces:
             return {"ok": False, "message": f"{key!r} is not a trace of run {self.job.id}"}
-        before = self.index_digest()
         rec, skipped = G.approve(self.goldens, self.job, [key], by=self.by, env_scope=env, allow_blank=allow_blank)
-        self.recompare([key], before)
+        self.catch_up()
         if rec is None:
             msg = "; ".join(skipped) or "already approved: nothing changed"
             return {"ok": not skipped, "message": msg, "status": self.status_of(key)}
@@ -180,10 +219,9 @@ class ReportServer:
     def reject(self, key: str, env: bool = False) -> dict:
         if key not in self.job.traces:
             return {"ok": False, "message": f"{key!r} is not a trace of run {self.job.id}"}
-        before = self.index_digest()
         rec, skipped = G.reject(self.goldens, self.job, [key], by=self.by, env_scope=env,
                                 reason=f"rejected in farm serve by {self.by}")
-        self.recompare([key], before)
+        self.catch_up()
         if rec is None:
             msg = "; ".join(skipped) or "already rejected: nothing changed"
             return {"ok": not skipped, "message": msg, "status": self.status_of(key)}
@@ -200,13 +238,12 @@ class ReportServer:
             return {"ok": False, "message": f"{unknown[0]!r} is not a trace of run {self.job.id}"}
         if not keys:
             return {"ok": False, "message": f"no trace is {LABELS.get(status or '', status)}: nothing to do"}
-        before = self.index_digest()
         if action == "approve":
             rec, skipped = G.approve(self.goldens, self.job, keys, by=self.by, env_scope=env, allow_blank=allow_blank)
         else:
             rec, skipped = G.reject(self.goldens, self.job, keys, by=self.by, env_scope=env,
                                     reason=f"rejected in farm serve by {self.by}")
-        self.recompare(keys, before)
+        self.catch_up()
         done = "approved" if action == "approve" else "rejected"
         n = len(rec["changes"]) if rec else 0
         msg = f"{n} trace(s) {done} as {self.by}" + (f"; decision #{rec['id']}" if rec else "")
@@ -216,11 +253,10 @@ class ReportServer:
                 "changed": [c["trace"] for c in rec["changes"]] if rec else [], "keys": keys}
 
     def undo(self) -> dict:
-        before = self.index_digest()
         rec, notes = G.undo(self.goldens, by=self.by)
         if rec is None:
             return {"ok": False, "message": "; ".join(notes) or "nothing to undo"}
-        self.recompare([c["trace"] for c in rec["changes"]], before)
+        self.catch_up()
         msg = f"undid {rec['undoes_action']} #{rec['undoes']} ({len(rec['changes'])} trace(s))"
         if notes:
             msg += "; " + "; ".join(notes)
@@ -287,13 +323,31 @@ class ReportHandler(BaseHTTPRequestHandler):
         given = self.headers.get("X-Farm-Token") or cookies.get(TOKEN_COOKIE, "")
         return same_token(given, self.state.token)
 
+    def _same_origin(self) -> bool:
+        """A POST from a browser names where it comes from: its Origin (every POST a browser makes),
+        else its Referer, must be this server as the request's Host names it (already checked
+        against the bind on loopback), and Sec-Fetch-Site, when sent, "same-origin". A client
+        that sends none of them is no browser, so no other page can be making it: the token decides."""
+        host = (self.headers.get("Host") or "").strip().lower()
+        site = self.headers.get("Sec-Fetch-Site")
+        if site is not None and site.strip().lower() not in ("same-origin", "none"):
+            return False
+        for name in ("Origin", "Referer"):
+            value = self.headers.get(name)
+            if value is not None:
+                parts = urlsplit(value.strip())
+                return parts.scheme in ("http", "https") and bool(host) and parts.netloc.lower() == host
+        return True
+
     def _send(self, code: int, body: bytes, ctype: str, extra: dict | None = None) -> None:
         self.send_response(code)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Referrer-Policy", "no-referrer")
+        # same-origin, not no-referrer: no address goes to another site, and the page's own POSTs may
+        # carry a Referer (the Fetch standard lets a browser send "Origin: null" under no-referrer)
+        self.send_header("Referrer-Policy", "same-origin")
         for k, v in (extra or {}).items():
             self.send_header(k, v)
         # The client's turn again: to take the answer. One that does not read (pipelining without
@@ -323,7 +377,20 @@ class ReportHandler(BaseHTTPRequestHandler):
             path = "/index.html"
         if path == "/favicon.ico":
             return self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+        if path == "/api/state":
+            return self._state()
+        if path.endswith(".html"):
+            with self.state.lock:
+                self.state.catch_up(cheap=True)  # a page load shows decisions made elsewhere
         return self._send_file(path)
+
+    def _state(self) -> None:
+        """GET /api/state: the header and the index digest the results are current with, after
+        catching up with decisions made elsewhere (the page polls it and says when it changed)."""
+        with self.state.lock:
+            changed = self.state.catch_up(cheap=True)
+            out = self.state.answer({"ok": True, "changed": changed}, changed)
+        self._json(HTTPStatus.OK, out)
 
     def _guard_page(self, parts) -> bool:
         """With FARM_SERVE_TOKEN: the link's ?token= becomes the cookie (a redirect), a request without
@@ -370,6 +437,9 @@ class ReportHandler(BaseHTTPRequestHandler):
         """The POST's JSON object, after the Host, token, type, length and depth checks (_Refused)."""
         if not self._host_ok():
             raise _Refused(HTTPStatus.MISDIRECTED_REQUEST, "wrong Host")
+        if not self._same_origin():
+            raise _Refused(HTTPStatus.FORBIDDEN, "the request comes from another origin (Origin, Referer or"
+                                                 " Sec-Fetch-Site): only this server's own page may decide")
         if not same_token(self.headers.get("X-Farm-Token", ""), self.state.token):
             raise _Refused(HTTPStatus.FORBIDDEN, "missing or wrong X-Farm-Token")
         if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
@@ -399,21 +469,22 @@ class ReportHandler(BaseHTTPRequestHandler):
         return body
 
     def _decide(self, action: str, body: dict) -> dict:
-        """The decision taken (under the server's lock) and the page's answer; a GoldenError is a 409."""
+        """The decision taken (under the server's lock) and the page's answer, with "elsewhere": the
+        traces that decisions made outside this server changed meanwhile; a GoldenError is a 409."""
         state, key = self.state, body.get("key")
         env, allow_blank = bool(body.get("env")), bool(body.get("allow_blank"))
         try:
             with state.lock:
-                if action == "undo":
-                    out = state.undo()
-                    return state.answer(out, out.get("keys", []))
-                if action == "bulk":
-                    out = state.bulk(body["action"], body.get("keys"), body.get("status"), env=env,
-                                     allow_blank=allow_blank)
-                    return state.answer(out, out.get("keys", []))
-                if action == "approve":
-                    return state.answer(state.approve(key, env=env, allow_blank=allow_blank), [key])
-                return state.answer(state.reject(key, env=env), [key])
+                elsewhere = state.catch_up()  # decisions made elsewhere first: "--failed" means failed now
+                if action in ("undo", "bulk"):
+                    out = state.undo() if action == "undo" else state.bulk(
+                        body["action"], body.get("keys"), body.get("status"), env=env, allow_blank=allow_blank)
+                    keys = out.get("keys", [])
+                elif action == "approve":
+                    out, keys = state.approve(key, env=env, allow_blank=allow_blank), [key]
+                else:
+                    out, keys = state.reject(key, env=env), [key]
+                return {**state.answer(out, keys), "elsewhere": elsewhere}
         except G.GoldenError as e:
             raise _Refused(HTTPStatus.CONFLICT, str(e)) from None
 

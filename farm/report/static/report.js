@@ -16,6 +16,7 @@
   var rows = all("#trace-list tr.row");
   var strips = all("section.filmstrip");
   var PLAY_MS = 700;
+  var WATCH_MS = 3000;  // how often `farm serve`'s page asks whether the goldens changed elsewhere
   var timers = {};
 
   function sectionOf(key) {
@@ -323,6 +324,103 @@
     if (failed && typeof head.failed_with_image === "number") {
       failed.textContent = String(head.failed_with_image);
     }
+    refreshList("problems", head.problems, function (li, p) { li.textContent = p; });
+    refreshList("bulk-commands", head.commands, function (li, c) {
+      li.appendChild(document.createTextNode(c[0] + ": "));
+      var code = document.createElement("code");
+      code.className = "cmd";
+      code.textContent = c[1];
+      li.appendChild(code);
+    });
+    refreshFilters(head.counts);
+  }
+
+  // A header list (the problems, the bulk commands) rebuilt from the server's items; hidden when empty.
+  function refreshList(id, items, fill) {
+    var list = document.getElementById(id);
+    if (!list || !items) {
+      return;
+    }
+    while (list.firstChild) {
+      list.removeChild(list.firstChild);
+    }
+    items.forEach(function (item) {
+      var li = document.createElement("li");
+      fill(li, item);
+      list.appendChild(li);
+    });
+    list.hidden = items.length === 0;
+  }
+
+  // The status filter's labels ("failed (4)") from the counts: a status that appeared gets a box
+  // (checked), one that is gone loses its box; the boxes' choices are kept.
+  function refreshFilters(counts) {
+    var group = document.getElementById("status-filter");
+    if (!group) {
+      return;
+    }
+    var boxes = {};
+    all("input[type=checkbox]", group).forEach(function (box) { boxes[box.value] = box; });
+    var keep = {};
+    counts.forEach(function (c) {
+      keep[c[0]] = true;
+      var box = boxes[c[0]];
+      if (!box) {
+        var label = document.createElement("label");
+        box = document.createElement("input");
+        box.type = "checkbox";
+        box.value = c[0];
+        box.checked = true;
+        box.addEventListener("change", applyFilters);
+        var text = document.createElement("span");
+        text.className = "filter-label";
+        label.appendChild(box);
+        label.appendChild(document.createTextNode(" "));
+        label.appendChild(text);
+        group.appendChild(label);
+      }
+      box.parentNode.querySelector(".filter-label").textContent = c[2] + " (" + c[1] + ")";
+    });
+    Object.keys(boxes).forEach(function (s) {
+      if (!keep[s]) {
+        group.removeChild(boxes[s].parentNode);
+      }
+    });
+    applyFilters();
+  }
+
+  // An answer from the server: the traces it names, the header, and the index digest the page is
+  // now current with. `elsewhere`: traces that decisions made outside this page changed.
+  function refreshFrom(data) {
+    refreshTraces(data.statuses);
+    refreshHead(data.head);
+    if (data.digest !== undefined) {
+      document.body.setAttribute("data-digest", data.digest || "");
+    }
+    if (data.elsewhere && data.elsewhere.length) {
+      var stale = document.getElementById("stale");
+      stale.textContent = data.elsewhere.length + " trace(s) changed by decisions made outside this page" +
+        " (a farm approve or reject in a terminal): their statuses and the counts above are current;" +
+        " reload the page to see their images.";
+      stale.hidden = false;
+    }
+  }
+
+  // Poll the server (while the page is visible) so a decision made in a terminal shows here.
+  function watchState() {
+    if (document.hidden) {
+      return;
+    }
+    fetch("api/state", { cache: "no-store", credentials: "same-origin" }).then(function (response) {
+      return response.ok ? response.json() : null;
+    }).then(function (data) {
+      if (data && (data.digest || "") !== (document.body.getAttribute("data-digest") || "")) {
+        data.elsewhere = data.changed;
+        refreshFrom(data);
+      }
+    }).catch(function () {
+      return null;
+    });
   }
 
   function setBadge(badge, status, label) {
@@ -370,8 +468,7 @@
     result.textContent = body.action === "approve" ? "approving..." : "rejecting...";
     post("api/bulk", body).then(function (data) {
       result.textContent = data.message || (data.ok ? "done" : "failed");
-      refreshTraces(data.statuses);
-      refreshHead(data.head);
+      refreshFrom(data);
       if (data.ok) {
         Object.keys(data.statuses || {}).forEach(function (key) {
           var row = rowOf(key);
@@ -401,7 +498,7 @@
     post("api/" + action, { key: section.getAttribute("data-key"), env: Boolean(envOnly && envOnly.checked) })
       .then(function (data) {
         result.textContent = data.message || (data.ok ? "done" : "failed");
-        refreshHead(data.head);
+        refreshFrom(data);
         var row = rowOf(section.getAttribute("data-key"));
         if (row && data.status) {
           row.setAttribute("data-status", data.status);
@@ -431,8 +528,7 @@
     button.disabled = true;
     post("api/undo", {}).then(function (data) {
       result.textContent = data.message || "";
-      refreshTraces(data.statuses);
-      refreshHead(data.head);
+      refreshFrom(data);
     }).catch(function (err) {
       result.textContent = "the server did not answer: " + err;
     }).then(function () {
@@ -548,5 +644,9 @@
   }
   applyZoom(Number(document.body.getAttribute("data-zoom")) || 1);
   applyFilters();
+  if (document.body.getAttribute("data-mode") === "serve") {
+    window.setInterval(watchState, WATCH_MS);
+    document.addEventListener("visibilitychange", watchState);
+  }
   document.body.setAttribute("data-ready", "1");
 }());
