@@ -45,6 +45,7 @@ __all__ = [
     "MSAA_VALUES",
     "check_assets",
     "check_background",
+    "check_bool",
     "check_camera",
     "check_events",
     "check_game",
@@ -93,6 +94,12 @@ def check_int(value, name: str, lo: int, hi: int | None = None, allowed: Iterabl
     if value < lo or (hi is not None and value > hi):
         rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
         raise SettingError(f"{name} must be {rng}, not {value}")
+    return value
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise SettingError(f"{name} must be true or false, not {type_name(value)} {value!r}")
     return value
 
 
@@ -272,7 +279,7 @@ class Setting:
     """One render setting, declared once: every place it appears is derived from this row."""
 
     name: str  # the manifest's key and the RenderSettings field (a size is the fields width and height)
-    type: type  # of the value: int, str, tuple (a list: repeatable flag, list in documents), "size" below
+    type: type  # of the value: int, str, bool (a switch), tuple (a list: repeatable flag), "size" below
     default: Any
     check: Any  # (value, name to blame[, base folder]) -> the canonical value, or SettingError
     help: str  # the command line's help ({default}: the command's default)
@@ -300,7 +307,10 @@ class Setting:
         return dict(zip(self.attrs, value, strict=True)) if len(self.attrs) > 1 else {self.name: value}
 
     def text(self, value) -> list[str]:
-        """How a command line spells a value: one word, or one per item of a list (repeated flags)."""
+        """How a command line spells a value: one word, or one per item of a list (repeated flags);
+        none for a switch (bool: the flag alone says true)."""
+        if self.type is bool:
+            return []
         if self.type is SIZE:
             return [f"{value[0]}x{value[1]}"]
         return [str(v) for v in value] if self.type is tuple else [str(value)]
@@ -353,6 +363,10 @@ RENDER_SETTINGS = (
     Setting("background_alpha", int, 255, lambda value, name: check_int(value, name, 0, 255),
             "the opacity 0-255 of a #rrggbb --background (default 255: opaque; transparent stays 0)",
             flag="--background-alpha", key=KeyPart(None, "alpha="), omitted=True, example=128),
+    Setting("follow_links", bool, False, check_bool, "read textures and tables (and, in farm run and"
+            " thumbnails, models and archives) through links whose real path leaves the roots named and the"
+            " folders searched; refused by default, each naming the link and where it points", flag="--follow-links",
+            omitted=True, example=True),
 )
 SETTINGS_BY_NAME = {s.name: s for s in RENDER_SETTINGS}
 
@@ -415,6 +429,8 @@ def flag_words(settings: RenderSettings) -> list[str]:
     for s in RENDER_SETTINGS:
         value = s.value(settings)
         if s.flag is not None and (s.named or value != s.default):
+            if s.type is bool:
+                words += [s.flag] if value else []
             for text in s.text(value):
                 words += [s.flag, text]
     return words

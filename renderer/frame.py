@@ -56,6 +56,7 @@ class FrameSpec:
     wireframe: bool = False  # geosets as lines (glPolygonMode LINE; effects stay filled); farm view's w
     events: str = "off"  # off | model: EVTS event visuals (renderer.fx.events; renderer.rules.EVENTS_MODES)
     background_alpha: int = 255  # the opacity of a #rrggbb background, 0-255 (transparent stays 0)
+    follow_links: bool = False  # assets through links out of the searched folders are read, not refused
 
     def __post_init__(self):
         lighting_rule(self.lighting)  # fail early on an unknown rule name
@@ -115,7 +116,8 @@ def texture_settings(spec: FrameSpec, assets=(), game=(), stop_at=None) -> Textu
     own = spec.game if isinstance(spec.game, (list, tuple)) else (spec.game,) if spec.game else ()
     data = tuple(str(g) for g in (own or game))
     stop = spec.stop_at if spec.stop_at is not None else stop_at
-    return TextureSettings(roots, spec.team, spec.missing_textures, data, None if stop is None else str(stop))
+    return TextureSettings(roots, spec.team, spec.missing_textures, data, None if stop is None else str(stop),
+                           bool(spec.follow_links))
 
 
 class Renderer:

@@ -76,7 +76,8 @@ def _collect(model: Model, settings: TextureSettings, events: str, out: Inputs, 
     resolver = getattr(getattr(model, "texture_source", None), "resolver", None)
     if resolver is not None:
         out.add_tags(model.path, resolver)
-    search = AssetSearch.for_model(where, settings.assets, settings.game, settings.stop_at)
+    search = AssetSearch.for_model(where, settings.assets, settings.game, settings.stop_at,
+                                   follow_links=settings.follow_links)
     texture_lookups(model, settings, search)
     if depth < CHILD_DEPTH:
         fx = effect_texture_settings(settings)
@@ -90,7 +91,7 @@ def _collect(model: Model, settings: TextureSettings, events: str, out: Inputs, 
                 _texture(search, fx, Texture(path=str(e.path)), model)
         if events == "model" and depth == 0:
             _events(model, search, fx, out, depth)
-    out.add_search(search_identity(where, settings.assets, settings.stop_at), search)
+    out.add_search(search_identity(where, settings.assets, settings.stop_at, settings.follow_links), search)
 
 
 def _texture(search: AssetSearch, settings: TextureSettings, texture: Texture, model: Model) -> None:

@@ -61,6 +61,7 @@ class TextureSettings:
     missing_textures: str = DEFAULT_MISSING_TEXTURES
     game: tuple = ()  # game data (renderer.assets.search.game_paths), searched last
     stop_at: str | None = None  # the asset / job root holding the model: the search goes no higher
+    follow_links: bool = False  # read assets through links out of the searched folders (refused by default)
 
     def __post_init__(self):
         if self.missing_textures not in MISSING_MODES:
@@ -146,7 +147,8 @@ def model_search(model: Model, settings: TextureSettings) -> AssetSearch:
     pins = getattr(model, "pins", None)
     if pins is not None:
         return pins.search(ModelLocation.of(model), settings)
-    return AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at)
+    return AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at,
+                                 follow_links=settings.follow_links)
 
 
 def texture_lookups(model: Model, settings: TextureSettings, search: AssetSearch) -> None:

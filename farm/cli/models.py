@@ -135,7 +135,8 @@ def _list_models(args, key: str, what: str, models: list[str], commands: list[st
 def _resolved_events(model, args) -> list[dict]:
     """What each EVTS code names in the game's tables, found like textures (renderer.fx.events)."""
     search = AssetSearch.for_model(ModelLocation.of(model), check_assets(args.assets, "--assets"),
-                                   check_game(args.game, "--game") if args.game else default_game())
+                                   check_game(args.game, "--game") if args.game else default_game(),
+                                   follow_links=args.follow_links)
     return resolve_events(model, search)
 
 
@@ -362,10 +363,10 @@ def add_parsers(sub) -> None:
                                                        " (listfile), so its models can be listed")
     s.add_argument("--json", action="store_true", help="print JSON with stable keys")
     s.add_argument("--strict", action="store_true", help="treat diagnostics as errors")
-    s.add_argument("--assets", action="append", default=[], metavar="DIR|ARCHIVE",
-                   help="asset roots where event tables (Splats\\*.slk) are looked for (repeatable)")
-    s.add_argument("--game", action="append", default=[], metavar="DIR|ARCHIVE",
-                   help="game data, for the event tables (default: $FARM_GAME_DIR)")
+    add_render_options(s, only=("assets", "game", "follow_links"), helps={
+        "assets": "asset roots where event tables (Splats\\*.slk) are looked for (repeatable)",
+        "game": "game data, for the event tables (default: $FARM_GAME_DIR)",
+        "follow_links": "read event tables through links out of the folders searched (refused by default)"})
     _add_halo_options(s)
     s.set_defaults(func=cmd_inspect)
 

@@ -41,6 +41,8 @@ def add_render_options(parser, only: tuple | None = None, defaults: dict | None 
         default = defaults.get(s.name, s.default)
         if s.type is tuple:  # repeatable; the list is checked as one (render_settings)
             kw = {"action": "append", "default": [], "metavar": "DIR|ARCHIVE"}
+        elif s.type is bool:  # a switch: the flag alone turns it on
+            kw = {"action": "store_true", "default": default}
         elif s.type is str:  # choices, or text checked by render_settings (one sentence, no usage)
             kw = {"default": default, **({"choices": s.choices} if s.choices else {})}
         else:  # numbers and sizes: converted and checked as the command line is read

@@ -89,9 +89,8 @@ def add_parsers(sub) -> None:
                         " through the store, for workers that see only the bucket) or shared (workers open them"
                         " at their paths)")
     s.add_argument("--follow-links", action="store_true",
-                   help="read models and archives that are links to files outside the roots named (refused and"
-                        " listed by default); a texture found through a link out of the searched folders is"
-                        " always refused")
+                   help="read models, archives, textures and tables through links to files outside the roots"
+                        " named and the folders searched (refused and listed by default)")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
                                     " process pool)")

@@ -101,7 +101,7 @@ THRESHOLD_ALIASES = {"ssim": "min_ssim", "pixel_bound": "pixel_delta"}
 
 # Render settings (farm.settings.RENDER_SETTINGS) and the plan's: allowed at the top level and in each [[models]] entry.
 SETTINGS = (*(s.name for s in RENDER_SETTINGS), "missing", "sequences", "timestamps", "every", "thresholds")
-TOP_KEYS = ("name", "models", "listfile", "follow_links", *SETTINGS)
+TOP_KEYS = ("name", "models", "listfile", *SETTINGS)
 MODEL_KEYS = ("path", "paths", *SETTINGS)
 THRESHOLD_TABLE_KEYS = (*Thresholds.keys(), *THRESHOLD_ALIASES)
 
@@ -536,15 +536,12 @@ def parse_manifest(text: str, path: str | Path = "<manifest>") -> Manifest:
         listfile = str((root / _str(ctx, ("listfile",), data["listfile"])).resolve())
         if not Path(listfile).is_file():
             raise ctx.error(("listfile",), f"'listfile' {data['listfile']!r} is not a file (looked for {listfile})")
-    follow = data.get("follow_links", False)
-    if not isinstance(follow, bool):
-        raise ctx.error(("follow_links",), f"'follow_links' must be true or false, not {follow!r}")
     chosen: dict[Path, ModelPlan] = {}
     for i, entry in enumerate(models):
         key = ("models", i)
         _check_keys(ctx, entry, MODEL_KEYS, key, f"[[models]] #{i + 1}")
-        files = _model_files(ctx, key, entry, root, listfile, follow)
         own = _settings(ctx, entry, key, root)
+        files = _model_files(ctx, key, entry, root, listfile, bool({**defaults, **own}.get("follow_links")))
         settings = {**defaults, **own}
         for each in (s.name for s in RENDER_SETTINGS if s.accumulates):  # added to the job's, not instead
             settings[each] = tuple(dict.fromkeys((*defaults.get(each, ()), *own.get(each, ()))))

@@ -88,7 +88,7 @@ class ThumbnailOptions:
     # Team, MSAA, camera, missing-texture mode, game data (checked by farm.settings.check_game), searched
     # last: the settings of every thumbnail, whose size and asset roots `settings` sets per thumbnail.
     render: RenderSettings = THUMBNAIL_RENDER
-    follow_links: bool = False  # models and archives that are links out of the roots: refused unless set
+    follow_links: bool = False  # models, archives and textures through links out of the roots: refused unless set
 
     def check(self) -> None:
         if self.format not in IMAGE_FORMATS:
@@ -109,7 +109,8 @@ class ThumbnailOptions:
 
     def settings(self, assets: tuple = ()) -> RenderSettings:
         """The render settings of every thumbnail (farm.settings' rules), with these asset roots."""
-        return self.render.replace(width=int(self.size), height=int(self.size), assets=tuple(assets))
+        return self.render.replace(width=int(self.size), height=int(self.size), assets=tuple(assets),
+                                   follow_links=bool(self.follow_links))
 
 
 @dataclass

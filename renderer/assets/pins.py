@@ -35,11 +35,13 @@ class InputError(OSError):
     """An input a job pinned could not be fetched (the store unreachable, the object gone or damaged)."""
 
 
-def search_identity(where: ModelLocation, assets=(), stop_at=None) -> str:
+def search_identity(where: ModelLocation, assets=(), stop_at=None, follow_links: bool = False) -> str:
     """The name of a model's search: what decides its answers besides the files (the model's folder or
-    archive entry folder, the asset roots in order, the stop root), computable where the files are not."""
+    archive entry folder, the asset roots in order, the stop root, whether links out are followed),
+    computable where the files are not."""
     place = [str(where.archive), list(where.entry_folder())] if where.archive is not None else [str(where.folder)]
-    return json.dumps([place, [str(a) for a in assets], None if stop_at is None else str(stop_at)])
+    return json.dumps([place, [str(a) for a in assets], None if stop_at is None else str(stop_at),
+                       *(["follow_links"] if follow_links else [])])
 
 
 def tags_identity(name: str) -> str:
@@ -82,7 +84,8 @@ class Pins:
                 bases.append(base)
             if fence is not None:
                 fences.append(fence)
-        return PinnedSearch(self, search_identity(where, settings.assets, settings.stop_at), bases, fences, errors)
+        return PinnedSearch(self, search_identity(where, settings.assets, settings.stop_at,
+                                                     getattr(settings, "follow_links", False)), bases, fences, errors)
 
     def tags(self, name: str) -> PinnedTags | None:
         """The Halo reader's resolver for the model named `name`; None when the coordinator's reader

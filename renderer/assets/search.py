@@ -178,7 +178,7 @@ def game_paths(game) -> list[Path]:
 class AssetSearch:
     """The search order for one model, and the record of what it looked up."""
 
-    def __init__(self, bases: list[Base], fences: list[Path], errors: list[str] | None = None):
+    def __init__(self, bases: list[Base], fences: list[Path] | None, errors: list[str] | None = None):
         self.bases = bases
         self.fences = fences
         self.errors = list(errors or [])  # asset roots or game data that could not be opened
@@ -186,9 +186,11 @@ class AssetSearch:
         self._seen: dict[tuple[str, str], Asset | None] = {}
 
     @classmethod
-    def for_model(cls, where: ModelLocation, asset_roots=(), game=None, stop_at=None, listfile=None) -> AssetSearch:
+    def for_model(cls, where: ModelLocation, asset_roots=(), game=None, stop_at=None, listfile=None,
+                  follow_links: bool = False) -> AssetSearch:
         """The search for a model at `where`: its folder and those above it up to the map root (or
-        `stop_at`), then `asset_roots` (folders or archives), then `game` (see `game_paths`)."""
+        `stop_at`), then `asset_roots` (folders or archives), then `game` (see `game_paths`). A file
+        found through a link whose real path leaves those folders is refused unless `follow_links`."""
         errors: list[str] = []
         bases, fences = _model_bases(where, Path(stop_at) if stop_at is not None else None, errors)
         try:
@@ -203,7 +205,7 @@ class AssetSearch:
                     bases.append(base)
                 if fence is not None:
                     fences.append(fence)
-        return cls(bases, fences, errors)
+        return cls(bases, None if follow_links else fences, errors)
 
     @property
     def seen(self) -> dict[tuple[str, str], Asset | None]:

@@ -75,9 +75,11 @@ class FolderStore:
             frontier = following
         return found
 
-    def find(self, prefix: tuple[str, ...], parts: list[str], notes: list[str], fences: list[Path]):
-        """(where, read) of the first match whose real path is inside one of `fences`, or None."""
+    def find(self, prefix: tuple[str, ...], parts: list[str], notes: list[str], fences: list[Path] | None):
+        """(where, read) of the first match whose real path is inside one of `fences` (None: any), or None."""
         for candidate in self.matches(prefix, parts, notes):
+            if fences is None:
+                return str(candidate), candidate.read_bytes
             try:
                 real = candidate.resolve(strict=True)
                 inside = any(real.is_relative_to(f) for f in fences)
