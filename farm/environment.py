@@ -259,13 +259,14 @@ def default_out(environ: Mapping[str, str] | None = None) -> str:
     return (proj.store if proj and proj.store else None) or DEFAULT_OUT
 
 
-def default_reports(environ: Mapping[str, str] | None = None) -> str:
+def default_reports(environ: Mapping[str, str] | None = None, out: str | None = None) -> str:
     """Where nightly reports go when none is given: FARM_NIGHTLY_REPORTS, else <store>/nightly for a
-    folder store, else ./farm-out/nightly (reports are files to publish, even when the store is a URL)."""
+    folder store (`out`, else `default_out`), else ./farm-out/nightly (reports are files to publish,
+    even when the store is a URL)."""
     env = os.environ if environ is None else environ
     if env.get("FARM_NIGHTLY_REPORTS"):
         return env["FARM_NIGHTLY_REPORTS"]
-    out = default_out(env)
+    out = out or default_out(env)
     return str(Path(DEFAULT_OUT if "://" in out else out) / "nightly")
 
 
@@ -376,14 +377,18 @@ def env_given(name: str, environ: Mapping[str, str] | None = None) -> str | None
     return env.get(name) or None
 
 
-def nightly_settings(environ: Mapping[str, str] | None = None) -> dict | None:
+def nightly_settings(environ: Mapping[str, str] | None = None, *, manifest: str | None = None,
+                     out: str | None = None, reports: str | None = None) -> dict | None:
     """The nightly settings from FARM_NIGHTLY_* (None when FARM_NIGHTLY_MANIFEST is not set): what the
-    Celery app schedules (farm.celery.app), the nightly task's time limit and `farm nightly` use."""
+    Celery app schedules (farm.celery.app), the nightly task's time limit and `farm nightly` use.
+    `manifest`, `out` and `reports` (a command's flags) win over their variables, and what defaults
+    from them follows (the reports beside the store given, the state beside those reports)."""
     env = os.environ if environ is None else environ
-    manifest = (env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
+    manifest = (manifest or env.get("FARM_NIGHTLY_MANIFEST") or "").strip()
     if not manifest:
         return None
-    reports = default_reports(env)
+    out = out or default_out(env)
+    reports = reports or default_reports(env, out)
     return {
         "manifest": manifest,
         "hour": env_int("FARM_NIGHTLY_HOUR", environ=env),
@@ -392,7 +397,7 @@ def nightly_settings(environ: Mapping[str, str] | None = None) -> dict | None:
         "state": env.get("FARM_NIGHTLY_STATE") or str(Path(reports) / "state"),
         "notify": env.get("FARM_NIGHTLY_NOTIFY") or None,
         "goldens": env.get("FARM_NIGHTLY_GOLDENS") or None,
-        "out": default_out(env),
+        "out": out,
         "queue": env_str("FARM_NIGHTLY_QUEUE", env),
         "time_limit": env_int("FARM_NIGHTLY_TIME_LIMIT", environ=env),
     }

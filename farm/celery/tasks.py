@@ -22,10 +22,28 @@ from farm.run import worker
 from farm.run.execute import TransientError, render_batch
 from farm.store import open_store
 
-__all__ = ["nightly_task", "render_batch_task"]
+__all__ = ["nightly_task", "render_batch_task", "store_for"]
 
 log = logging.getLogger("farm.celery")
 MAX_HOPS = 2  # how many times a retried batch is passed on by a worker it failed on
+_SEEN_HERE: set[tuple[str, str]] = set()  # (this worker's FARM_OUT, job id) found to hold the job
+
+
+def store_for(out: str, job_id: str, environ=None) -> str:
+    """Where this worker writes a batch of `job_id` sent for the store `out`: `out`, or this worker's
+    own FARM_OUT when it is set, as the same store seen at this host's path (a container's
+    /data/out) - but only when that store holds the job (checked once per job and process), never
+    silently another store: a FARM_OUT without the job is a TransientError naming both (the batch
+    is retried, preferably on another worker)."""
+    own = env_given("FARM_OUT", environ)
+    if not own or own == out or (own, job_id) in _SEEN_HERE:
+        return own or out
+    if not open_store(own).has_job(job_id):
+        raise TransientError(f"this worker's FARM_OUT ({own}) does not hold job {job_id}, which was sent for"
+                             f" the store {out}: set FARM_OUT to where this host sees that store, or unset it")
+    log.info("job %s: the store %s is this worker's FARM_OUT %s", job_id, out, own)
+    _SEEN_HERE.add((own, job_id))
+    return own
 
 
 @app.task(bind=True, name=RENDER_TASK, acks_late=True, reject_on_worker_lost=True)
@@ -38,7 +56,6 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
         raise self.retry(kwargs={"job_id": job_id, "batch": batch, "out": out, "avoid": avoid, "hops": hops + 1},
                          countdown=0.5, max_retries=(self.request.retries or 0) + 1)
     b = Batch.from_dict(batch)
-    store = open_store(env_given("FARM_OUT") or out)
     last = [0.0, 0.0]
     eager = bool(self.request.is_eager)  # run in-process by .apply(): no backend, no events
     events = bool(conf.worker_send_task_events) and not eager
@@ -62,6 +79,7 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
                 log.debug("task-progress event not sent: %s", e)
 
     try:
+        store = open_store(store_for(out, job_id))  # a FARM_OUT without the job: retried elsewhere
         result = render_batch(b, worker.get_renderer, store, job_id, on_frame=on_frame,
                               abort=(SoftTimeLimitExceeded,), max_deliveries=conf.farm_max_deliveries)
     except TransientError as e:

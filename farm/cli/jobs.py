@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -203,16 +202,10 @@ def cmd_retry(args) -> int:
 
 def cmd_nightly(args) -> int:
     """farm nightly run-now | beat-command | index (farm.nightly)."""
-    env = dict(os.environ)
-    if args.manifest:
-        env["FARM_NIGHTLY_MANIFEST"] = args.manifest
-    if args.out:
-        env["FARM_OUT"] = args.out
-    if getattr(args, "reports", None):
-        env["FARM_NIGHTLY_REPORTS"] = args.reports
-    settings = nightly_settings(env)
+    reports = getattr(args, "reports", None)
+    settings = nightly_settings(manifest=args.manifest, out=args.out, reports=reports)
     if args.action == "index":
-        reports = args.reports or (settings or {}).get("reports") or default_reports(env)
+        reports = reports or (settings or {}).get("reports") or default_reports(out=args.out)
         print(f"wrote {write_index(reports)}")
         return 0
     if settings is None:
