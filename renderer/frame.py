@@ -299,7 +299,7 @@ class Renderer:
             if d.fx is not None:
                 d.stats = self._draw_effects(d.fx, d.gpu, d.pose, draw)
             if spec.events == "model" and d.model.event_objects:
-                d.events = self._draw_events(d.gpu, d.pose, draw)
+                self._draw_events(d.gpu, d.pose, draw)
             fast().glFlush()
         except BaseException:  # a frame that failed half-way: start the next one on a fresh framebuffer
             self._drop_framebuffer()
@@ -318,8 +318,6 @@ class Renderer:
             raise
         if d.stats is not None:
             self.effects.last_stats = d.stats
-        if d.events is not None:
-            self.last_events = d.events
         trace = self.trace(d.model, d.spec, d.seq, d.camera, d.fb.granted_samples, d.digest)
         record = [dict(a) for a in d.gpu.search.record] if d.gpu.search is not None else []
         return Frame(rgba, trace, list(d.gpu.diagnostics) + d.notes, record)
@@ -513,7 +511,6 @@ class _Drawn:
     notes: list
     fb: object = None  # the framebuffer it was issued into
     stats: dict | None = None  # the effects' draw counts (Renderer.effects.last_stats once read back)
-    events: object = None
 
 
 @dataclass(eq=False)

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, _sort_key, canonical_entry, env_key, locked, now
+from farm.goldens.index import GENERIC, GoldenError, GoldenIndex, canonical_entry, entry_order, env_key, locked, now
 from farm.images import blank_reason, image_digest, read_png
 from farm.plan.keys import legacy_key
 
@@ -356,7 +356,7 @@ def stale(root: str | Path, trace_keys: Iterable[str], legacy: Mapping[str, str 
     line of its own in that scope (GoldenIndex.in_use), so it is not stale until then."""
     index = GoldenIndex.load(root)
     used = _in_use(index, trace_keys, legacy)
-    entries = sorted((k for k in index.entries if k not in used), key=_sort_key)
+    entries = sorted((k for k in index.entries if k not in used), key=entry_order)
     return StaleReport(entries, index.unreferenced_images(), index.missing_images())
 
 
@@ -369,7 +369,7 @@ def prune(root: str | Path, trace_keys: Iterable[str], *, by: str,
     with locked(root) as index:
         changes = []
         used = _in_use(index, keys, legacy)
-        for k in sorted((k for k in index.entries if k not in used), key=_sort_key):
+        for k in sorted((k for k in index.entries if k not in used), key=entry_order):
             changes.append({"trace": k[0], "env": k[1], "before": index.entries[k], "after": None})
             index.set_entry(k[0], k[1], None)
         if changes:

@@ -91,6 +91,7 @@ __all__ = [
     "GoldenIndex",
     "Lookup",
     "default_user",
+    "entry_order",
     "env_key",
     "canonical_entry",
     "find_goldens",
@@ -194,7 +195,8 @@ def entry_line(entry: Mapping) -> str:
     return json.dumps(canonical_entry(entry), ensure_ascii=False)
 
 
-def _sort_key(key: tuple[str, str]) -> tuple:
+def entry_order(key: tuple[str, str]) -> tuple:
+    """The order of the index's lines: by trace, the generic scope first, then the environments."""
     trace, env = key
     return (trace, env != GENERIC, env)
 
@@ -328,7 +330,7 @@ class GoldenIndex:
 
     def text(self) -> str:
         lines = [json.dumps({"format": FORMAT})]
-        for key in sorted(self.entries, key=_sort_key):
+        for key in sorted(self.entries, key=entry_order):
             entry = self.entries[key]
             if entry.get("approved") or entry.get("rejected"):
                 lines.append(entry_line(entry))
@@ -379,7 +381,7 @@ class GoldenIndex:
         """The approved images drawn with placeholders for missing assets or blank, sorted by trace:
         ``{"trace", "env", "digest", "run", "missing": [...], "blank": reason | None}``."""
         out = []
-        for key in sorted(self.entries, key=_sort_key):
+        for key in sorted(self.entries, key=entry_order):
             for a in self.entries[key].get("approved", []):
                 if a.get("missing") or a.get("blank"):
                     out.append({"trace": key[0], "env": key[1], "digest": a["digest"], "run": a.get("run"),

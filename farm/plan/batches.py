@@ -53,8 +53,8 @@ def error_text(e: BaseException) -> str:
     if callable(sentence):
         try:
             return sentence()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as inner:  # noqa: BLE001 - a failing sentence must not hide the error it words
+            return f"{type(e).__name__}: {e} (its sentence() failed: {type(inner).__name__}: {inner})"
     return f"{type(e).__name__}: {e}"
 
 

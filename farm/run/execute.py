@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -48,6 +49,8 @@ from farm.store.base import delivery_owner
 from farm.store.documents import FrameResult  # a frame of a batch result: defined once, with the store's check
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
+
+log = logging.getLogger("farm.run")
 
 __all__ = [
     "BATCH_KINDS",
@@ -399,5 +402,5 @@ def _forget(renderer, model) -> None:
     if forget is not None:
         try:
             forget(model)
-        except Exception:  # noqa: BLE001 - freeing must not hide the batch's outcome
-            pass
+        except Exception as e:  # noqa: BLE001 - freeing must not hide the batch's outcome: said, not raised
+            log.warning("freeing %s after its batch failed: %s", getattr(model, "path", model), error_text(e))

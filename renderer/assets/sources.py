@@ -2,7 +2,7 @@
 `maps/foo.w3x:war3mapImported/Ghost.mdx` (split after the first archive extension followed by
 ':'; the entry may use / or \\ and any case). A model loaded from an archive uses that archive as
 its map root for textures. `list_models(archive, pattern)` lists the models an archive holds, as
-sources, for manifests and thumbnails; `nearest_models` the ones named most like a mistyped entry
+sources, for manifests and thumbnails; the models named most like a mistyped entry
 (difflib), which `read_source` names when an entry is not there; `archive_usage` is the sentence
 for an archive given where a model is wanted.
 """
@@ -68,19 +68,10 @@ def entry_problem(source: str) -> str | None:
     return MpqArchive.name_problem(entry_name(split[1])) if split else None
 
 
-def nearest_models(archive: str | os.PathLike, entry: str, n: int = NEAREST, listfile=None) -> list[str]:
-    """The sources of the archive's models whose entry names are nearest `entry` (difflib ratio of
-    the lower-case paths, or of the file names when `entry` names no folder), best first; [] when
-    none is near or the archive's entries cannot be listed."""
-    try:
-        sources = list_models(archive, listfile=listfile)
-    except MpqError:
-        return []
-    return _nearest(archive, entry, sources, n)
-
-
 def _nearest(archive: str | os.PathLike, entry: str, sources: list[str], n: int = NEAREST) -> list[str]:
-    """`nearest_models` among `sources` (the archive's models, as `list_models` gives them)."""
+    """The `sources` (the archive's models, as `list_models` gives them) whose entry names are nearest
+    `entry` (difflib ratio of the lower-case paths, or of the file names when `entry` names no
+    folder), best first; [] when none is near."""
     prefix = len(os.fspath(archive)) + 1
     want = entry_name(entry).replace("\\", "/").lower()
     by_name = "/" not in want

@@ -202,8 +202,6 @@ class EGLContext(GLContext):
         self.display = None
         self.context = None
         self.config = None
-        self.egl_version = ""
-        self.gl_request: tuple[int, int] | None = None
         #: (display description, reason) for every display that was tried and failed.
         self.attempts: list[tuple[str, str]] = []
 
@@ -282,7 +280,6 @@ class EGLContext(GLContext):
             raise GLContextError(f"no display ({_last_error()})")
         major, minor = EGL.EGLint(), EGL.EGLint()
         _call("eglInitialize", EGL.eglInitialize, display, ctypes.pointer(major), ctypes.pointer(minor))
-        self.egl_version = f"{major.value}.{minor.value}"
         extensions = _split(EGL.eglQueryString(display, EGL.EGL_EXTENSIONS))
         if "EGL_KHR_surfaceless_context" not in extensions:
             raise GLContextError("display lacks EGL_KHR_surfaceless_context")
@@ -324,7 +321,6 @@ class EGLContext(GLContext):
                 last = f"{gl_major}.{gl_minor} core: {exc}"
                 continue
             self.display, self.context, self.config = display, context, config
-            self.gl_request = (gl_major, gl_minor)
             return
         raise GLContextError(f"eglCreateContext failed for every version asked ({last})")
 

@@ -51,7 +51,6 @@ class OSMesaContext(GLContext):
         self._osmesa = osmesa
         self._buffer = (ctypes.c_ubyte * 4)()
         self.context = None
-        self.gl_request: tuple[int, int] | None = None
         last = ""
         for major, minor in versions:
             attribs = [
@@ -73,7 +72,6 @@ class OSMesaContext(GLContext):
                 last = f"{major}.{minor} core: OSMesaCreateContextAttribs returned NULL"
                 continue
             self.context = ctx
-            self.gl_request = (major, minor)
             break
         else:
             raise GLContextError(f"OSMesa could not create a core context ({last})")
