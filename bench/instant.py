@@ -1,7 +1,7 @@
 """An instant renderer for the farm's own costs (bench/scale.py): ``FARM_RENDERER=instant:InstantRenderer``
 with this folder on PYTHONPATH (farm.run.worker names a renderer factory as module:callable).
 
-Every frame is the same 8x8 RGBA picture, so a frame costs only what the farm does around it
+Every frame is the same 8x8 RGBA picture (a gradient), so a frame costs only what the farm does around it
 (planning, the batch, the PNG and its store, the result, the job state). Its trace is a real one
 (the model, its hash, the sequence and time), so each frame's PNG is its own file, as with the GL
 renderer. ``BENCH_INSTANT_FAIL_EVERY=K`` draws a different picture for about one frame in K (by a
@@ -20,8 +20,15 @@ import numpy as np
 from renderer.frame import Frame, model_hash
 
 SIZE = 8
-_FRAME = np.full((SIZE, SIZE, 4), (40, 120, 200, 255), np.uint8)
-_ODD = np.full((SIZE, SIZE, 4), (200, 40, 40, 255), np.uint8)
+def _picture(blue: int) -> np.ndarray:
+    """A small gradient: not blank (one value everywhere would need --allow-blank to approve), so a
+    bench's goldens are approved and compared as real frames are."""
+    y, x = np.mgrid[0:SIZE, 0:SIZE]
+    return np.stack([x * 30, y * 30, np.full_like(x, blue), np.full_like(x, 255)], axis=-1).astype(np.uint8)
+
+
+_FRAME = _picture(200)
+_ODD = _picture(40)
 
 
 class InstantRenderer:
