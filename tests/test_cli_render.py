@@ -70,3 +70,27 @@ def test_team_colour_reaches_the_pixels(samples, tmp_path):
     red = ((colours[0][:, 0] > 150) & (colours[0][:, 2] < 80)).sum()
     blue = ((colours[1][:, 2] > 150) & (colours[1][:, 0] < 80)).sum()
     assert red > 100 and blue > 100  # team 0 red shows through the crate's clear cells; team 1 blue
+
+
+def test_many_warnings_are_a_few_lines_and_a_count(samples, tmp_path):
+    """A model missing many textures: the first few warnings and one line counting the rest (issue 33
+    item 6: one Reforged model printed 48 long lines); -v prints every one."""
+    from dataclasses import replace
+
+    from renderer.formats import load_model
+    from renderer.formats.mdx.write import write_mdx
+
+    model = load_model(str(samples / "crate.mdx"))
+    extra = [replace(model.textures[0], path=f"Textures\\Gone{i}.blp") for i in range(8)]
+    model.textures = [*model.textures, *extra]
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    (lonely / "many.mdx").write_bytes(write_mdx(model))
+    r = farm("render", lonely / "many.mdx", "--size", "16", "-o", tmp_path / "m.png")
+    assert r.returncode == 0, r.stderr
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("warning: ")]
+    every = farm("render", lonely / "many.mdx", "--size", "16", "-o", tmp_path / "v.png", "-v")
+    all_warnings = [line for line in every.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(all_warnings) >= 10 and sum("Gone" in w for w in all_warnings) == 8
+    assert warnings[:3] == all_warnings[:3] and len(warnings) == 4
+    assert warnings[3].endswith(f"{len(all_warnings) - 3} more warning(s); -v lists them all")

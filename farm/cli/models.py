@@ -330,8 +330,7 @@ def _render(args) -> int:
             if reason is not None:
                 blank.append((t, reason))
             if i == 0:
-                for d in frame.diagnostics:
-                    print(f"warning: {d.sentence(args.model)}", file=sys.stderr)
+                _print_diagnostics(args.model, frame.diagnostics, bool(getattr(args, "verbose", 0)))
                 _tag_root_hint(args.model, model, frame)
             if not animated:
                 print(f"{dest}: t={t} ms")
@@ -341,6 +340,19 @@ def _render(args) -> int:
         _write_animation(out, fmt, frames, times, args.fps)
     _warn_blank(args.model, model, seq, blank, len(times))
     return 0
+
+
+SHOWN_DIAGNOSTICS = 3  # warnings a render prints before it counts the rest (-v prints them all)
+
+
+def _print_diagnostics(name: str, diagnostics: list, verbose: bool) -> None:
+    """The frame's warnings: all of them with -v, else the first few and one line counting the rest,
+    so a model missing 48 textures is not 48 long lines."""
+    shown = diagnostics if verbose else diagnostics[:SHOWN_DIAGNOSTICS]
+    for d in shown:
+        print(f"warning: {d.sentence(name)}", file=sys.stderr)
+    if len(diagnostics) > len(shown):
+        print(f"warning: {name}: {len(diagnostics) - len(shown)} more warning(s); -v lists them all", file=sys.stderr)
 
 
 def _tag_root_hint(name: str, model, frame) -> None:
