@@ -75,6 +75,13 @@ FARM_VARIABLES: tuple[tuple[str, str, str], ...] = (
      "120"),
     ("FARM_MEMORY_LIMIT_MB", "private memory per worker process (RLIMIT_DATA); a frame over it fails (0: none)",
      "4096"),
+    ("FARM_UNTRUSTED", "1: each batch renders in a child with no network, a read-only view of the files but the"
+                       " store, and the caps below (farm/run/sandbox.py; farm thumbnails --untrusted)", "0"),
+    ("FARM_UNTRUSTED_MEMORY_MB", "an untrusted batch's private memory (RLIMIT_DATA; FARM_MEMORY_LIMIT_MB when"
+                                 " lower)", "2048"),
+    ("FARM_UNTRUSTED_CPU_S", "an untrusted batch's CPU seconds (RLIMIT_CPU); its wall time is twice that plus 60",
+     "300"),
+    ("FARM_UNTRUSTED_FILE_MB", "the largest file an untrusted batch may write (RLIMIT_FSIZE)", "512"),
     ("FARM_STALL_GRACE_S", "a local worker silent for 2 x the frame limit + this many seconds is stopped", "30"),
     ("FARM_MAX_FRAMES", "the most frames one job may plan (0: as many as the coordinator's memory holds)", "0"),
     ("FARM_BATCH_FRAMES", "the most frames in one batch: longer sequences are cut, to spread over workers",
@@ -134,7 +141,8 @@ INT_BOUNDS: dict[str, tuple[int, int | None]] = {
     "FARM_MAX_MEMORY_PER_CHILD": (0, 1 << 34), "FARM_TASK_MAX_RETRIES": (0, 1000), "FARM_RETRY_BACKOFF": (0, _DAY),
     "FARM_RETRY_BACKOFF_MAX": (0, _WEEK), "FARM_MAX_DELIVERIES": (1, 1000), "FARM_INPUT_CACHE_MB": (0, 1 << 24),
     "FARM_NIGHTLY_HOUR": (0, 23), "FARM_NIGHTLY_MINUTE": (0, 59),
-    "FARM_NIGHTLY_TIME_LIMIT": (60, _WEEK),
+    "FARM_NIGHTLY_TIME_LIMIT": (60, _WEEK), "FARM_UNTRUSTED": (0, 1), "FARM_UNTRUSTED_MEMORY_MB": (256, 1 << 24),
+    "FARM_UNTRUSTED_CPU_S": (1, _DAY), "FARM_UNTRUSTED_FILE_MB": (1, 1 << 24),
 }
 # The least a non-zero value may be where less cannot work: a worker process holding a renderer and
 # its GL context does not start in less (128 MiB fails every frame, 256 MiB renders the samples).

@@ -18,8 +18,8 @@ from farm import nightly
 from farm.celery.app import NIGHTLY_TASK, RENDER_TASK, app
 from farm.environment import env_given, env_int
 from farm.plan.batches import Batch
-from farm.run import worker
-from farm.run.execute import TransientError, render_batch
+from farm.run import sandbox, worker
+from farm.run.execute import BatchResult, TransientError, render_batch
 from farm.store import open_store
 
 __all__ = ["nightly_task", "render_batch_task", "store_for"]
@@ -79,9 +79,17 @@ def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | No
                 log.debug("task-progress event not sent: %s", e)
 
     try:
-        store = open_store(store_for(out, job_id))  # a FARM_OUT without the job: retried elsewhere
-        result = render_batch(b, worker.get_renderer, store, job_id, on_frame=on_frame,
-                              abort=(SoftTimeLimitExceeded,), max_deliveries=conf.farm_max_deliveries)
+        location = store_for(out, job_id)  # a FARM_OUT without the job: retried elsewhere
+        store = open_store(location)
+
+        def render(progress) -> BatchResult:
+            return render_batch(b, worker.get_renderer, store, job_id, on_frame=progress,
+                                abort=(SoftTimeLimitExceeded,), max_deliveries=conf.farm_max_deliveries)
+
+        if sandbox.untrusted():  # FARM_UNTRUSTED=1: rendered in a confined child (farm.run.sandbox)
+            return sandbox.confined_batch(b, store, job_id, location, lambda p: render(p).to_dict(times=True),
+                                          on_frame)
+        result = render(on_frame)
     except TransientError as e:
         retries = self.request.retries or 0
         countdown = get_exponential_backoff_interval(conf.farm_retry_backoff, retries, conf.farm_retry_backoff_max,

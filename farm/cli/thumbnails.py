@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
-from farm.cli.common import msaa_arg, square_size_arg, team_arg, workers_arg
+from farm.cli.common import UsageError, msaa_arg, square_size_arg, team_arg, workers_arg
+from farm.environment import broker_url
 from farm.images import IMAGE_FORMATS
 from farm.look import CAMERA_HELP
+from farm.run import sandbox
 from farm.run.inputs import INPUT_MODES
 from farm.thumbs import ThumbnailError, ThumbnailOptions, make_thumbnails
 from farm.thumbs.run import THUMBNAIL_RENDER
@@ -25,6 +28,8 @@ def cmd_thumbnails(args) -> int:
     any failed for a reason outside the model (an input a worker could not read, a lost worker, a
     store error), 2 for bad arguments."""
     # a bad setting (--camera a|b) is a SettingError: the CLI's error guard (farm.cli._run) says it, exit 2
+    if args.untrusted:
+        _confine_local_workers(args)
     render = THUMBNAIL_RENDER.replace(team=args.team, msaa=args.msaa, missing_textures=args.missing_textures,
                                       game=tuple(args.game), camera=args.camera)
     opts = ThumbnailOptions(size=args.size, sequence=args.sequence, time=args.time, format=args.format,
@@ -44,6 +49,19 @@ def cmd_thumbnails(args) -> int:
         return 130
     print(summary.text(verbose=getattr(args, "verbose", 0) > 0))
     return 1 if summary.outside or (args.strict and summary.failed) else 0
+
+
+def _confine_local_workers(args) -> None:
+    """--untrusted: this command's local workers render each batch confined (FARM_UNTRUSTED=1 for the
+    pool it starts, farm.run.sandbox); Celery workers decide for themselves, so it is refused there."""
+    if broker_url(args.broker) is not None:
+        raise UsageError("--untrusted confines this machine's local workers; Celery workers confine themselves:"
+                         " start them with FARM_UNTRUSTED=1 (and leave --untrusted off here)")
+    try:
+        sandbox.check_store(str(args.out))
+    except sandbox.SandboxError as e:
+        raise UsageError(f"--untrusted: {e}") from None
+    os.environ["FARM_UNTRUSTED"] = "1"  # read by the local pool's processes (farm.run.worker, farm.run.local)
 
 
 def add_parsers(sub) -> None:
@@ -91,6 +109,10 @@ def add_parsers(sub) -> None:
     s.add_argument("--follow-links", action="store_true",
                    help="read models, archives, textures and tables through links to files outside the roots"
                         " named and the folders searched (refused and listed by default)")
+    s.add_argument("--untrusted", action="store_true",
+                   help="files from strangers: render each model in a process with no network, a read-only view of"
+                        " the files but the output folder, and memory, CPU-time and file-size caps"
+                        " (FARM_UNTRUSTED_*; README, 'Untrusted uploads'); a model over a cap fails alone")
     s.add_argument("--strict", action="store_true", help="exit 1 when any model failed")
     s.add_argument("--broker", help="Celery broker URL (default: $FARM_BROKER_URL; neither, or 'local': a local"
                                     " process pool)")

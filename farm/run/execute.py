@@ -262,6 +262,15 @@ BATCH_KINDS: dict[str, str] = {
 }
 
 
+def lost_batch(batch: Batch, store, job_id: str, error: str) -> BatchResult:
+    """Every frame of `batch` fails with `error`, except those a process that died had already
+    recorded done (merged forward into the store: a stored image is never reported failed after)."""
+    kind = batch_kind(batch.kind)
+    failed = BatchResult(batch.id, [kind.failed(k, t, error, None) for k, t in zip(batch.keys, batch.times,
+                                                                                  strict=True)])
+    return kind.record(store, job_id, failed) or failed
+
+
 def batch_kind(kind: str) -> BatchKind:
     if kind == FRAMES.name:
         return FRAMES

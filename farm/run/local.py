@@ -43,7 +43,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from farm.environment import env_int
 from farm.plan.batches import Batch
-from farm.run import worker
+from farm.run import sandbox, worker
 from farm.run.budget import Budgets
 from farm.run.execute import BatchResult, TransientError, render_batch
 from farm.store import Store, open_store
@@ -83,8 +83,14 @@ def _run_batch(job_id: str, batch: dict, location: str, max_deliveries: int) -> 
         if _queue is not None:
             _queue.put((b.id, done, failed))
 
-    out = render_batch(b, worker.get_renderer, open_store(location), job_id, on_frame=on_frame,
-                       max_deliveries=max_deliveries).to_dict(times=True)
+    store = open_store(location)
+
+    def render(progress) -> dict:
+        return render_batch(b, worker.get_renderer, store, job_id, on_frame=progress,
+                            max_deliveries=max_deliveries).to_dict(times=True)
+
+    out = sandbox.confined_batch(b, store, job_id, location, render, on_frame) if sandbox.untrusted() \
+        else render(on_frame)
     out[RSS_KEY] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux: the process's peak
     return out
 

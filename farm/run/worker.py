@@ -38,6 +38,7 @@ import numpy as np
 
 from farm.environment import RENDERERS, check_renderer, default_game, env_str
 from farm.run.budget import Budgets, limit_memory
+from farm.run.sandbox import untrusted
 from farm.settings import SettingError
 from renderer.frame import Frame, Renderer, model_hash
 from renderer.gl.threads import llvmpipe_threads, set_llvmpipe_threads
@@ -100,7 +101,7 @@ def init_process(concurrency: int, kind: str | None = None, eager: bool = True) 
     except (RuntimeError, ValueError) as e:  # too late (a driver is loaded) or a bad value: say so, go on
         log.warning("pid %s: LP_NUM_THREADS not set: %s", os.getpid(), e)
         threads = os.environ.get("LP_NUM_THREADS")
-    if not eager:
+    if not eager or untrusted():  # FARM_UNTRUSTED: GL only in each batch's confined child (farm.run.sandbox)
         return
     try:
         renderer = get_renderer()

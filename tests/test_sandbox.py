@@ -1,0 +1,159 @@
+"""Untrusted files rendered in a process that can do nothing else (issue 34 item 10): with
+`farm thumbnails --untrusted` or FARM_UNTRUSTED=1, a renderer that tries to reach the network, write
+outside the store, allocate past the memory cap, spin past the CPU cap or crash fails its own
+model's frames with one sentence, while the others render; without it, the same renderer reaches
+the network and writes the file (so the test can fail); and a real render's bytes do not change."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from farm.cli import main
+from farm.run import sandbox
+from renderer.samples import write_samples
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ATTACKS = ("net", "write", "eat", "spin", "crash")
+
+
+def _namespaces_work() -> str | None:
+    probe = subprocess.run([sys.executable, "-c", "import ctypes,sys; sys.exit(ctypes.CDLL(None).unshare(0x40020000))"],
+                           capture_output=True)
+    return None if probe.returncode == 0 else "the kernel refuses new network and mount namespaces here (not root?)"
+
+
+pytestmark = pytest.mark.skipif(_namespaces_work() is not None, reason=_namespaces_work() or "")
+
+
+@pytest.fixture
+def listener():
+    """A socket on loopback that counts the connections it gets."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    srv.settimeout(0.2)
+    got, stop = [], threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+                got.append(1)
+                conn.close()
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield srv.getsockname()[1], got
+    stop.set()
+    thread.join(5)
+    srv.close()
+
+
+@pytest.fixture
+def uploads(tmp_path):
+    write_samples(tmp_path / "samples")
+    root = tmp_path / "uploads"
+    root.mkdir()
+    crate = (tmp_path / "samples" / "crate.mdx").read_bytes()
+    for name in ("ok", *ATTACKS):
+        (root / f"{name}.mdx").write_bytes(crate)
+    return root
+
+
+def thumbnails(root: Path, out: Path, port: int, secret: Path, *extra: str, **env) -> tuple[int, dict, str]:
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(ROOT)]),
+               "FARM_RENDERER": "hostile_renderer:HostileRenderer", "HOSTILE_PORT": str(port),
+               "HOSTILE_FILE": str(secret), "FARM_UNTRUSTED_CPU_S": "3", "FARM_UNTRUSTED_MEMORY_MB": "512", **env}
+    done = subprocess.run([sys.executable, "-m", "farm.cli", "thumbnails", str(root), "-o", str(out), "--size", "16",
+                           "--workers", "1", "--no-progress", "--sheet", "0", *extra], capture_output=True, text=True,
+                          env=environ, timeout=300)
+    models = {m["path"]: m for m in json.loads((out / "index.json").read_text())["models"]}
+    return done.returncode, models, done.stdout + done.stderr
+
+
+@pytest.mark.slow  # farm processes, each model in a child process
+def test_untrusted_thumbnails_fail_each_attack_alone(uploads, tmp_path, listener):
+    port, connections = listener
+    secret = tmp_path / "outside" / "stolen.txt"
+    secret.parent.mkdir()
+    rc, models, printed = thumbnails(uploads, tmp_path / "out", port, secret, "--untrusted")
+    assert rc == 0, printed
+    assert models["ok.mdx"]["status"] == "done" and (tmp_path / "out" / "thumbs" / "uploads" / "ok.mdx.png").is_file()
+    errors = {name: models[f"{name}.mdx"].get("error") or "" for name in ATTACKS}
+    assert all(models[f"{name}.mdx"]["status"] == "failed" for name in ATTACKS), models
+    assert "Network is unreachable" in errors["net"] and connections == []
+    assert "Read-only file system" in errors["write"] and not secret.exists()
+    assert "memory" in errors["eat"] and "512 MiB" in errors["eat"]
+    assert "CPU time cap of 3 s" in errors["spin"]
+    assert "SIGSEGV" in errors["crash"]
+    assert all("\n" not in e for e in errors.values())  # one sentence each
+
+
+@pytest.mark.slow  # farm processes
+def test_without_untrusted_the_same_renderer_reaches_out(uploads, tmp_path, listener):
+    port, connections = listener
+    secret = tmp_path / "outside" / "stolen.txt"
+    secret.parent.mkdir()
+    for name in ("eat", "spin", "crash"):
+        (uploads / f"{name}.mdx").unlink()
+    rc, models, printed = thumbnails(uploads, tmp_path / "out", port, secret)
+    assert rc == 0, printed
+    assert models["net.mdx"]["status"] == "done" and connections
+    assert models["write.mdx"]["status"] == "done" and secret.read_text() == "written by a model\n"
+
+
+def test_untrusted_refuses_a_bucket_and_a_broker(uploads, tmp_path, capsys):
+    assert main(["thumbnails", str(uploads), "-o", "s3://bucket/thumbs", "--untrusted"]) == 2
+    assert "the store must be a folder" in capsys.readouterr().err
+    assert main(["thumbnails", str(uploads), "-o", str(tmp_path / "o"), "--untrusted",
+                 "--broker", "redis://127.0.0.1:1/0"]) == 2
+    assert "FARM_UNTRUSTED=1" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # a local pool rendering with GL, twice
+def test_farm_run_untrusted_renders_the_same_bytes(tmp_path, monkeypatch, capsys):
+    """FARM_UNTRUSTED=1 on `farm run` (the local pool; a Celery worker reads it the same way): the
+    real renderer in the confined child draws the very PNGs it draws unconfined."""
+    write_samples(tmp_path / "samples")
+    manifest = tmp_path / "job.toml"
+    manifest.write_text('name = "u"\nsize = "32x32"\ntimestamps = [0, 300]\n'
+                        'models = ["samples/crate.mdx", "samples/effects.mdx"]\n')
+    frames = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("FARM_UNTRUSTED", flag)
+        out = tmp_path / f"out{flag}"
+        assert main(["run", str(manifest), "--out", str(out), "--workers", "1", "--no-progress"]) in (0, 1)
+        frames[flag] = sorted(p.read_bytes() for p in (out / "images").rglob("*.png"))
+    capsys.readouterr()
+    assert frames["1"] == frames["0"] and len(frames["0"]) >= 4
+
+
+def test_a_child_that_sleeps_is_killed_after_its_wall_time(monkeypatch):
+    monkeypatch.setattr(sandbox, "wall_limit", lambda caps: 1.0)
+
+    def sleeper(progress):
+        import time
+
+        time.sleep(60)
+        return {}
+
+    with pytest.raises(sandbox.SandboxError, match="more than 1 s of wall time"):
+        sandbox.run_confined(sleeper, [])
+
+
+def test_a_child_answer_is_json_not_pickle():
+    """A child that was taken over answers bytes: only a JSON object is taken, never unpickled."""
+    assert sandbox.run_confined(lambda progress: {"frames": [1, 2]}, []) == {"frames": [1, 2]}
+    with pytest.raises(sandbox.SandboxError):
+        sandbox.run_confined(lambda progress: os.write(1, b"") and None or {"x": object()}, [])
