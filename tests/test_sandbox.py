@@ -157,3 +157,61 @@ def test_a_child_answer_is_json_not_pickle():
     assert sandbox.run_confined(lambda progress: {"frames": [1, 2]}, []) == {"frames": [1, 2]}
     with pytest.raises(sandbox.SandboxError):
         sandbox.run_confined(lambda progress: os.write(1, b"") and None or {"x": object()}, [])
+
+
+@pytest.mark.slow  # a real Celery worker on the tests' Redis
+def test_a_celery_worker_with_farm_untrusted_confines_each_batch(tmp_path, listener):
+    """FARM_UNTRUSTED=1 on a `celery worker` (the worker's own option): the child has no network, yet the
+    worker still reaches the broker and the result backend to deliver the failures."""
+    import signal as signals
+    import time
+    import uuid
+
+    from conftest import REDIS_PORT, redis_up, redis_url
+
+    from farm.celery.app import app
+    from farm.run.jobs import run_job
+
+    if not redis_up():
+        subprocess.run(["bash", str(ROOT / "scripts" / "ensure-redis.sh")], capture_output=True, timeout=30)
+    if not redis_up():
+        pytest.skip(f"no Redis on 127.0.0.1:{REDIS_PORT}")
+    port, connections = listener
+    redis = redis_url(15)
+    tag = uuid.uuid4().hex[:8]
+    queue, name = f"farm-sandbox-{tag}", f"farmsandbox-{tag}@{socket.gethostname()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FARM_")}
+    env.update(FARM_BROKER_URL=redis, FARM_RESULT_BACKEND=redis, FARM_QUEUE=queue, FARM_UNTRUSTED="1",
+               FARM_RENDERER="hostile_renderer:HostileRenderer", HOSTILE_PORT=str(port),
+               HOSTILE_FILE=str(tmp_path / "stolen.txt"), PYTHONPATH=os.pathsep.join([str(HERE), str(ROOT)]))
+    write_samples(tmp_path / "samples")
+    (tmp_path / "models").mkdir()
+    for model in ("ok", "net", "crash"):
+        (tmp_path / "models" / f"{model}.mdx").write_bytes((tmp_path / "samples" / "crate.mdx").read_bytes())
+    (tmp_path / "job.toml").write_text('name = "u"\nsize = "16x16"\ntimestamps = [0]\nsequences = ["Stand"]\n'
+                                       'models = ["models/*.mdx"]\n')
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as logf:
+        proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "tasks", "worker", "--pool", "prefork",
+                                 "--concurrency", "1", "-n", name, "-l", "info", "--without-mingle",
+                                 "--without-gossip"], cwd=ROOT, env=env, stdout=logf, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    app.conf.broker_url = app.conf.result_backend = redis
+    os.environ["FARM_QUEUE"] = queue
+    try:
+        deadline = time.monotonic() + 60
+        while not app.control.ping(destination=[name], timeout=0.5):
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        job = run_job(tmp_path / "job.toml", out=tmp_path / "out", broker=redis, progress=False)
+    finally:
+        os.environ.pop("FARM_QUEUE", None)
+        proc.send_signal(signals.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signals.SIGKILL)
+    status = {t["model"]: (t["status"], t.get("error") or "") for t in job.traces.values()}
+    assert status["models/ok.mdx"][0] == "done", status
+    assert status["models/net.mdx"][0] == "failed" and "Network is unreachable" in status["models/net.mdx"][1]
+    assert status["models/crash.mdx"][0] == "failed" and "SIGSEGV" in status["models/crash.mdx"][1]
+    assert connections == []
