@@ -263,12 +263,43 @@ def test_serve_is_on_demand_bound_to_the_container_interface_behind_a_token():
     assert any(m.endswith(":/data/goldens") for m in s["volumes"])  # approvals write the goldens
 
 
-def test_serve_accepts_what_the_compose_service_gives_it():
-    """Waits for farm serve (farm/report/serve.py) to bind a non-loopback address when FARM_SERVE_TOKEN
-    is set; docker/README.md, "Triage", lists what it must accept."""
-    if "FARM_SERVE_TOKEN" not in farm_sources():
-        pytest.xfail("farm serve binds loopback only and makes its own token: see docker/README.md, Triage")
-    assert "FARM_SERVE_TOKEN" not in PENDING, "serve reads FARM_SERVE_TOKEN now: remove it from PENDING"
+def test_serve_accepts_what_the_compose_service_gives_it(tmp_path, monkeypatch):
+    """The serve service's command, as compose gives it with FARM_SERVE_RUN unset, parsed by farm's own
+    parser: the newest run of the store FARM_OUT names (no --out of its own, so FARM_COMPOSE_OUT's
+    bucket applies too), served on the container's address with FARM_SERVE_TOKEN and refused without."""
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from golden_runs import image, key, make_run
+
+    from farm.cli import build_parser
+    from farm.cli.common import load_job
+    from farm.report.serve import ReportServer, make_server
+
+    cmd = compose({"FARM_SERVE_TOKEN": "s3cret", "FLOWER_BASIC_AUTH": "x:y"})["services"]["serve"]["command"]
+    args = build_parser(with_project=False).parse_args(cmd[1:])
+    assert args.run == "latest" and args.out is None and args.host == "0.0.0.0"
+    run = make_run(tmp_path / "store", {key(): image(1)})
+    monkeypatch.setenv("FARM_OUT", str(tmp_path / "store"))
+    assert load_job(args.run, args.out).id == run.id
+    state = ReportServer(run, tmp_path / "goldens", token="s3cret")
+    with pytest.raises(ValueError, match="only with FARM_SERVE_TOKEN"):
+        make_server(state, args.host, 0)
+    server = make_server(state, args.host, 0, token="s3cret")
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url, timeout=10)
+        assert refused.value.code == 401
+        browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())  # keeps the cookie
+        with browser.open(url + "?token=s3cret", timeout=10) as page:  # the redirect sets the cookie
+            assert page.status == 200 and b"<html" in page.read().lower()
+    finally:
+        server.shutdown()
+        server.server_close()
+        state.close()
 
 
 # ------------------------------------------------------------------------------- variables, docs
