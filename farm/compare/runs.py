@@ -331,13 +331,13 @@ def _sort_traces(traces: dict) -> dict:
 
 
 def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iterable[str] | None = None,
-                previous: dict | None = None, rest_current: bool = True, heatmaps: bool = True,
+                previous: dict | None = None, heatmaps: bool = True,
                 write: bool = True) -> dict:
     """Compare a run (farm.run.jobs.JobState) with the golden folder `goldens`; returns the results.
 
-    `keys` with `previous` recompares only those traces and keeps the rest (for `farm serve`
-    after an approval); `rest_current` says the other traces' lines did not change meanwhile (else
-    the results are not reused later: `results_for` compares again). The results are written to
+    `keys` with `previous` recompares only those traces and keeps the rest: the caller knows the
+    other traces' golden lines did not change (`farm serve`, farm.report.index_watch, compares
+    again exactly the traces whose lines changed). The results are written to
     jobs/<id>/comparison.json unless `write` is False.
     """
     index = GoldenIndex.load(goldens)
@@ -354,8 +354,6 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
         "goldens_digest": index.digest(), "job_digest": _job_digest(job), "created": _now(),
         "traces": _sort_traces(traces),
     }
-    if keys is not None and previous is not None and not rest_current:
-        results["goldens_digest"] = None
     verdict(results, allow_new)
     if write:
         job.store.put_artefact(job.id, COMPARISON, json_bytes(results))
