@@ -107,16 +107,19 @@ def _read_only_but(writable: list[str]) -> str | None:
     """Remount every mount read-only, then bind `writable` folders back writable; None when done."""
     if _mount(None, "/", MS_REC | MS_PRIVATE):  # nothing done here reaches the host's mounts
         return "mount --make-rprivate / was refused"
+    left = []  # mounts the kernel would not make read-only (hidden under another mount, say)
     for point, flags in _mounts():
         if point.startswith(_KEEP_WRITABLE):
             continue
         err = _mount(None, point, MS_REMOUNT | MS_BIND | MS_RDONLY | (flags & ~MS_RDONLY))
         if err and err not in (errno.EACCES, errno.EINVAL, errno.ENOENT):
             return f"remounting {point} read-only: {os.strerror(err)}"
+        if err:
+            left.append(point)
     for folder in writable:
         if _mount(folder, folder, MS_BIND | MS_REC) or _mount(None, folder, MS_REMOUNT | MS_BIND):
             return f"keeping {folder} writable was refused"
-    return None
+    return f"{len(left)} mount(s) stay writable: {', '.join(left[:5])}" if left else None
 
 
 def _say_once(line: str) -> None:
