@@ -7,9 +7,11 @@ r = 100. Vertical fov 45 degrees, direction from azimuth 30 and elevation 20 deg
 d = 1.1 r / sin(fov / 2), eye = c + d dir, up = +Z, near = d / 100, far = 10 d. Right-handed
 look-at and an OpenGL perspective projection.
 
-The ``fit`` camera (FIT_RULE) keeps that view but frames what the frame draws instead of the
-extent the file declares: a MODL extent smaller than the posed model clips it (a raised head), and
-one far larger than a particle effect leaves the effect tiny. It is a camera rule of its own, named
+The ``fit`` camera (FIT_RULE) keeps that view's direction and fov but frames what the frame draws
+instead of the extent the file declares: a MODL extent smaller than the posed model clips it (a
+raised head), and one far larger than a particle effect leaves the effect tiny. It fits the drawn
+points themselves to the frustum (the nearest eye that holds them all, with a margin), not a sphere
+around them, so a model fills the frame along its longer projected side. It is a camera rule of its own, named
 in the trace key (``|fit|``), so keys and goldens made with ``auto`` keep their meaning.
 """
 
@@ -25,9 +27,12 @@ from renderer.model import Extent, Model
 
 AUTO_CAMERA = "auto"  # the DESIGN.md rule: bounds from the MODL extent (then sequence, vertices, default)
 FIT_CAMERA = "fit"  # the same view around what the frame draws: posed visible geometry, particles, ribbons
-FIT_RULE = ("fit-v1: box of the posed vertices of geosets with alpha > 0, live PRE2/PREM particle centres"
-            " +- their drawn half-size, ribbon edge points; centre = box centre, r = half diagonal; auto's"
-            " direction, fov and distance; nothing drawn: the auto camera")
+FIT_RULE = ("fit-v2: the points the frame draws (posed vertices of geosets with alpha > 0, the corners of live"
+            " PRE2/PREM particle quads, PREM child positions, ribbon edge points), projected along auto's"
+            " direction with its fov: the nearest eye whose frustum, narrowed to FIT_MARGIN of each half-side,"
+            " holds them all (centred on the binding axis); nothing drawn: the auto camera")
+FIT_MARGIN = 0.9  # drawn points reach at most 90% of the way from the frame's centre to its edges
+FIT_NEAREST = 0.1  # the nearest drawn point is at least this fraction of the drawn box's half-diagonal away
 AUTO_FOV_DEG = 45.0
 AUTO_AZIMUTH_DEG = 30.0
 AUTO_ELEVATION_DEG = 20.0
@@ -135,19 +140,49 @@ def auto_camera(model: Model, sequence: int | None = None, aspect: float = 1.0) 
     return sphere_camera(c, r, aspect, f"auto:{source}")
 
 
-def fit_camera(box: tuple[np.ndarray, np.ndarray] | None, aspect: float, fallback: Camera) -> Camera:
-    """The ``fit`` rule (FIT_RULE): the auto camera's direction, field of view and distance formula around
-    the box of what the frame draws (`renderer.framing.drawn_box`): centre = the box's centre, r = half
-    its diagonal (the sphere holds the whole box). `fallback` (the auto camera) when the box is None,
-    empty or not finite: nothing is drawn, so there is nothing better to frame."""
-    if box is None:
+def fit_camera(points, aspect: float, fallback: Camera) -> Camera:
+    """The ``fit`` rule (FIT_RULE): the auto camera's direction and field of view, moved to the nearest eye
+    whose frustum holds every point the frame draws (`renderer.framing.drawn_points`, (n, 3)) within
+    FIT_MARGIN of each half-side: the drawn extent, not a sphere around it, fills the frame along its
+    binding axis and is centred on both. `fallback` (the auto camera) when there is no point, or none
+    finite, or they span nothing: nothing is drawn, so there is nothing better to frame."""
+    if points is None:
         return fallback
-    lo, hi = np.asarray(box[0], np.float64), np.asarray(box[1], np.float64)
-    c = (lo + hi) / 2
+    p = np.asarray(points, np.float64).reshape(-1, 3)
+    p = p[np.all(np.isfinite(p), axis=1)]
+    if not len(p):
+        return fallback
+    lo, hi = p.min(0), p.max(0)
     r = float(np.linalg.norm(hi - lo) / 2)
-    if not (np.all(np.isfinite(c)) and math.isfinite(r)) or r <= 0:
+    if not math.isfinite(r) or r <= 0:
         return fallback
-    return sphere_camera(c, r, aspect, "fit:drawn")
+    rot = look_at(auto_direction(), (0.0, 0.0, 0.0))[:3, :3]  # rows: right, up, back (the view's axes)
+    right, up, forward = rot[0], rot[1], -rot[2]
+    x, y, z = (_dot(p, v) for v in (right, up, forward))
+    ty = math.tan(math.radians(AUTO_FOV_DEG) / 2) * FIT_MARGIN
+    tx = ty * aspect
+    # |x - ex| <= tx (z - ez) for every point (and likewise y): the eye (ex, ey, ez) in view axes.
+    ax, bx = float(np.max(x - tx * z)), float(np.min(x + tx * z))
+    ay, by = float(np.max(y - ty * z)), float(np.min(y + ty * z))
+    ez = min((bx - ax) / (2 * tx), (by - ay) / (2 * ty), float(z.min()) - FIT_NEAREST * r)
+    ex, ey = (ax + bx) / 2, (ay + by) / 2
+    eye = ex * right + ey * up + ez * forward
+    depth = z - ez
+    centre = float(_dot(((lo + hi) / 2)[None], forward)[0]) - ez
+    target = eye + max(centre, float(depth.min())) * forward
+    return Camera(tuple(eye.tolist()), tuple(target.tolist()), (0.0, 0.0, 1.0), AUTO_FOV_DEG,
+                  float(depth.min()) / 2, 10 * float(depth.max()), "fit:drawn")
+
+
+def _dot(p: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """p . v row by row, written out: the same sum in every process (no BLAS kernel choosing its order)."""
+    return p[:, 0] * v[0] + p[:, 1] * v[1] + p[:, 2] * v[2]
+
+
+def auto_direction() -> np.ndarray:
+    """The unit vector from the target to the eye: azimuth 30, elevation 20 degrees."""
+    az, el = math.radians(AUTO_AZIMUTH_DEG), math.radians(AUTO_ELEVATION_DEG)
+    return np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)])
 
 
 def sphere_camera(c: np.ndarray, r: float, aspect: float, source: str) -> Camera:
@@ -159,9 +194,7 @@ def sphere_camera(c: np.ndarray, r: float, aspect: float, source: str) -> Camera
         d = 1.1 * r / math.sin(fov_x_half)
     else:
         d = 1.1 * r / math.sin(fov / 2)
-    az, el = math.radians(AUTO_AZIMUTH_DEG), math.radians(AUTO_ELEVATION_DEG)
-    direction = np.array([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)])
-    eye = c + d * direction
+    eye = c + d * auto_direction()
     return Camera(tuple(eye.tolist()), tuple(c.tolist()), (0.0, 0.0, 1.0), AUTO_FOV_DEG, d / 100, 10 * d, source)
 
 

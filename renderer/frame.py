@@ -19,7 +19,7 @@ from renderer.anim import TIME_RULE, find_sequence
 from renderer.anim.tracks import check_time
 from renderer.camera import FIT_CAMERA, FIT_RULE, Camera, fit_camera, resolve_camera
 from renderer.errors import Diagnostic
-from renderer.framing import drawn_box
+from renderer.framing import drawn_points
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
 from renderer.rules import (
@@ -223,7 +223,7 @@ class Renderer:
         if spec.camera == FIT_CAMERA:
             first = gpu.animator.pose(seq, spec.time_ms, camera.view())
             fx = self._effects(model, gpu, seq, spec, digest or self._digest(model, None), camera)
-            fitted = fit_camera(drawn_box(model, first, fx, camera.view()), aspect, camera)
+            fitted = fit_camera(drawn_points(model, first, fx, camera.view()), aspect, camera)
             if fitted is camera:  # nothing drawn: the auto camera's pose and effects are the frame's
                 return seq, camera, gpu, first, (fx if digest else None)
             camera = fitted

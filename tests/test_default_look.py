@@ -14,6 +14,7 @@ from render_util import box_fraction, touches_border
 from farm.look import blank_warning, default_time
 from farm.settings import RenderSettings, containing_root
 from farm.view.state import ViewState
+from renderer.camera import FIT_RULE
 from renderer.formats import load_model, save_model
 from renderer.model import Extent
 from renderer.png import png_bytes, read_png
@@ -68,7 +69,7 @@ def test_a_particle_only_model_is_drawn_and_framed_with_the_defaults(models, tmp
 
 def test_a_model_taller_than_its_extent_is_not_clipped_with_the_defaults(models, tmp_path):
     fit, trace, _ = render(models / "short.mdx", tmp_path / "fit.png")
-    assert trace["camera"]["source"] == "fit:drawn" and trace["camera_rule"].startswith("fit-v1")
+    assert trace["camera"]["source"] == "fit:drawn" and trace["camera_rule"] == FIT_RULE
     assert not touches_border(drawn(fit)) and box_fraction(drawn(fit)) > 0.5
     auto, _, _ = render(models / "short.mdx", tmp_path / "auto.png", "--camera", "auto", "--time", "0")
     assert touches_border(drawn(auto))

@@ -61,7 +61,7 @@ from renderer.gl.threads import available_cores
 
 __all__ = ["Summary", "ThumbnailError", "ThumbnailOptions", "make_thumbnails"]
 
-THUMBNAIL_VERSION = 1  # bump when what a thumbnail shows changes for the same options
+THUMBNAIL_VERSION = 2  # bump when what a thumbnail shows changes for the same options (2: the fit-v2 camera)
 MAX_ANIMATION_FRAMES = 240  # --frames: at most this many frames in an animated thumbnail
 DIGEST_FOLDER = "by-sha256"  # DIR/by-sha256/<model sha256>-<options fingerprint>.<format>: content-keyed copies
 
