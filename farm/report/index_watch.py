@@ -18,6 +18,7 @@ from farm.goldens import GoldenIndex
 __all__ = ["IndexWatch", "changed_traces"]
 
 RACY_S = 2.0
+_MISSING = ("missing",)  # the stat of an index that does not exist (yet): as cheap to check as one that does
 
 
 def _stat_of(path: Path) -> tuple | None:
@@ -46,14 +47,14 @@ class IndexWatch:
 
     def quiet(self) -> bool:
         """True when the file is certainly the one last seen (no need to read it)."""
-        return self.seen is not None and self._stat is not None and _stat_of(self.path) == self._stat
+        return self.seen is not None and self._stat is not None and (_stat_of(self.path) or _MISSING) == self._stat
 
     def look(self) -> tuple[GoldenIndex, str]:
         """The index now and its digest (the stat is taken first: a change after it shows next time)."""
         st = _stat_of(self.path)
         index = GoldenIndex.load(self.root)
         racy = st is not None and time.time_ns() - st[2] < RACY_S * 1e9
-        self._looked = None if racy else st
+        self._looked = None if racy else (st or _MISSING)
         return index, index.digest()
 
     def changes(self, index: GoldenIndex, digest: str) -> set[str] | None:
