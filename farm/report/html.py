@@ -193,7 +193,7 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None, pag
     return _env().get_template("report.html.j2").render(
         strips=strips, failing_strips=sum(1 for s in strips if s["failing"]),
         title=title if count == 1 else f"{title} (page {number} of {count})", results=results, views=views,
-        diff=diff, counts=counts, statuses=statuses, head=counts_view(results),
+        diff=diff, counts=counts, statuses=statuses, head=page["head"] if "head" in page else counts_view(results),
         labels=LABELS, models=models, serve=serve, zoom=2 if max_side <= 160 else 1,
         new_label="head" if diff else "new", golden_label="base" if diff else "golden",
         root="" if number == 1 else "../", page_number=number, page_count=count,
@@ -250,7 +250,8 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
             atomic_write(out / "pages" / f"rows-{n}.js", text.encode("ascii"))
             files = n
     models = sorted({t.get("model") or "" for t in order})
-    extra = {"models": models if len(models) <= MAX_MODEL_OPTIONS else [], "row_files": files}
+    extra = {"models": models if len(models) <= MAX_MODEL_OPTIONS else [], "row_files": files,
+             "head": counts_view(results)}  # once: it walks every trace, and every page shows it
     first: list[dict] = []
     for page in pages:
         views = _write_page(results, out, page, len(pages), serve, extra)
