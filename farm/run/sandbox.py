@@ -34,6 +34,7 @@ import logging
 import os
 import resource
 import select
+import shutil
 import signal
 import tempfile
 import time
@@ -199,7 +200,7 @@ def run_confined(fn: Callable[[Callable], dict], writable: list[str],
         raise
     finally:
         _, status = os.waitpid(pid, 0)
-        _remove(scratch)
+        shutil.rmtree(scratch, ignore_errors=True)  # never follows a link the child left there
     if timed_out:
         raise SandboxError(f"the sandboxed process rendering this batch took more than {wall_limit(caps):.0f} s"
                            f" of wall time and was killed")
@@ -264,15 +265,6 @@ def _progress(line: bytes, on_progress) -> None:
     parts = line.split()
     if len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
         on_progress(*(int(p) for p in parts[1:]))
-
-
-def _remove(folder: str) -> None:
-    for root, dirs, files in os.walk(folder, topdown=False):
-        for name in files:
-            os.unlink(os.path.join(root, name))
-        for name in dirs:
-            os.rmdir(os.path.join(root, name))
-    os.rmdir(folder)
 
 
 def confined_batch(batch, store, job_id: str, location: str, render: Callable[[Callable], dict],
