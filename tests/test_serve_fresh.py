@@ -12,13 +12,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import browser
 import pytest
 from golden_runs import broken, image, key, make_run
+from test_serve import request  # the same JSON request helper
 
 from farm import goldens as G
 from farm.goldens import GoldenIndex
@@ -49,18 +48,8 @@ def served(tmp_path):
         state.close()
 
 
-def call(url, data=None, headers=None):
-    req = urllib.request.Request(url, data=None if data is None else json.dumps(data).encode(),
-                                 headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 def post(served, path, data, **headers):
-    status, body = call(served["url"] + path, data, {"X-Farm-Token": served["state"].token, **headers})
+    status, body = request(served["url"] + path, data, {"X-Farm-Token": served["state"].token, **headers})
     return status, json.loads(body)
 
 
@@ -98,7 +87,7 @@ def test_after_approve_all_failed_every_header_part_is_current(served):
     head = out["head"]
     assert head["word"] == "PASSED" and head["problems"] == [] and head["commands"] == []
     assert head["counts"] == [["pass", 5, "passed"]] and head["failed_with_image"] == 0
-    html = call(served["url"])[1].decode()
+    html = request(served["url"])[1].decode()
     labels = re.findall(r'class="filter-label">([^<]*)<', html)
     assert "differ from their goldens" not in html and labels == ["passed (5)"], labels
 
@@ -114,17 +103,17 @@ def test_a_decision_made_in_a_terminal_shows_in_the_page_and_the_next_decision(s
     assert page_digest == GoldenIndex.load(served["goldens"]).digest()
     assert "undid approve" in terminal_undo(served, out["log_id"])
     # the page's poll: the new digest, the traces changed and the header as it is now
-    status, state = call(served["url"] + "api/state")
+    status, state = request(served["url"] + "api/state")
     state = json.loads(state)
     assert status == 200 and state["digest"] != page_digest and sorted(state["changed"]) == sorted(FAILS)
     assert all(state["statuses"][k][0] == "fail" for k in FAILS)
     assert ["fail", 4, "failed"] in state["head"]["counts"] and state["head"]["failed_with_image"] == 4
     assert "4 trace(s) differ from their goldens" in state["head"]["problems"]
     # a page load shows it (the report was rewritten)
-    html = call(served["url"])[1].decode()
+    html = request(served["url"])[1].decode()
     assert re.findall(r'class="filter-label">([^<]*)<', html) == ["failed (4)", "passed (1)"]
     assert "4 trace(s) differ from their goldens" in html
-    assert json.loads(call(served["url"] + "api/state")[1])["changed"] == []  # caught up once
+    assert json.loads(request(served["url"] + "api/state")[1])["changed"] == []  # caught up once
 
 
 def test_a_page_load_catches_up_without_reading_an_unchanged_index(served, monkeypatch):
@@ -132,17 +121,17 @@ def test_a_page_load_catches_up_without_reading_an_unchanged_index(served, monke
     from farm.report import index_watch
 
     monkeypatch.setattr(index_watch, "RACY_S", 0.0)
-    call(served["url"] + "api/state")  # seen with a trusted stat
+    request(served["url"] + "api/state")  # seen with a trusted stat
     loads = []
     real = index_watch.GoldenIndex.load
     monkeypatch.setattr(index_watch.GoldenIndex, "load", classmethod(lambda cls, root: loads.append(root)
                                                                      or real.__func__(cls, root)))
     for _ in range(5):
-        assert call(served["url"] + "api/state")[0] == 200
+        assert request(served["url"] + "api/state")[0] == 200
     assert loads == []
     G.reject(served["goldens"], served["run"], [K_PASS], by="terminal")
     loads.clear()
-    status, state = call(served["url"] + "api/state")
+    status, state = request(served["url"] + "api/state")
     assert loads and json.loads(state)["changed"] == [K_PASS]
 
 
