@@ -22,7 +22,7 @@ from renderer.samples import write_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
-ATTACKS = ("net", "write", "eat", "spin", "crash")
+ATTACKS = ("net", "write", "eat", "spin", "crash", "undo")
 
 
 def _namespaces_work() -> str | None:
@@ -97,6 +97,7 @@ def test_untrusted_thumbnails_fail_each_attack_alone(uploads, tmp_path, listener
     assert "memory" in errors["eat"] and "512 MiB" in errors["eat"]
     assert "CPU time cap of 3 s" in errors["spin"]
     assert "SIGSEGV" in errors["crash"]
+    assert "Read-only file system" in errors["undo"]  # root's setns and remount were refused
     assert all("\n" not in e for e in errors.values())  # one sentence each
 
 
@@ -105,7 +106,7 @@ def test_without_untrusted_the_same_renderer_reaches_out(uploads, tmp_path, list
     port, connections = listener
     secret = tmp_path / "outside" / "stolen.txt"
     secret.parent.mkdir()
-    for name in ("eat", "spin", "crash"):
+    for name in ("eat", "spin", "crash", "undo"):  # undo would remount this host's mounts
         (uploads / f"{name}.mdx").unlink()
     rc, models, printed = thumbnails(uploads, tmp_path / "out", port, secret)
     assert rc == 0, printed
@@ -150,6 +151,25 @@ def test_a_child_that_sleeps_is_killed_after_its_wall_time(monkeypatch):
 
     with pytest.raises(sandbox.SandboxError, match="more than 1 s of wall time"):
         sandbox.run_confined(sleeper, [])
+
+
+def test_the_child_has_no_capabilities_and_cannot_regain_them(tmp_path):
+    """A root worker's child keeps uid 0 but none of root's powers: no effective or bounding
+    capabilities, no_new_privs, so remounting / writable or re-entering the host's namespaces fails."""
+    def probe(progress):
+        status = dict(line.split(":\t", 1) for line in Path("/proc/self/status").read_text().splitlines()
+                      if ":\t" in line)
+        fd = os.open("/proc/1/ns/mnt", os.O_RDONLY) if os.access("/proc/1/ns/mnt", os.R_OK) else -1
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        remount = libc.mount(None, b"/", None, ctypes.c_ulong(32 | 4096), None)
+        return {key: status[key].strip() for key in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs")} | {
+            "setns": libc.setns(fd, 0x00020000) if fd >= 0 else -1, "remount": remount}
+
+    out = sandbox.run_confined(probe, [str(tmp_path)])
+    assert {out[k] for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb")} == {"0000000000000000"}, out
+    assert out["NoNewPrivs"] == "1" and out["setns"] == -1 and out["remount"] == -1, out
+    assert sandbox.effective_capabilities() != 0 or os.geteuid() != 0  # the worker itself keeps its own
 
 
 def test_a_child_answer_is_json_not_pickle():

@@ -10,6 +10,10 @@ before it reads a byte:
   connect fails, to the broker, to loopback and to the world;
 - sees the file system read-only but for the store's folder and a scratch folder of its own (a new
   mount namespace whose every mount is remounted read-only, `unshare(CLONE_NEWNS)`);
+- gives up root: every capability dropped (effective, permitted, inheritable, ambient and the
+  bounding set), securebits locked so that no later exec as uid 0 regains them, and no_new_privs
+  set, so that the child cannot remount `/` writable, enter the host's namespaces again (`setns`),
+  trace its parent or gain privileges through a setuid program;
 - runs under caps: private memory (RLIMIT_DATA, FARM_UNTRUSTED_MEMORY_MB unless FARM_MEMORY_LIMIT_MB
   is lower), CPU seconds (RLIMIT_CPU, FARM_UNTRUSTED_CPU_S), the size of any file it writes
   (RLIMIT_FSIZE, FARM_UNTRUSTED_FILE_MB), and no core dumps.
@@ -45,7 +49,8 @@ from farm.environment import env_int
 from farm.run.execute import lost_batch
 from farm.run.input_cache import default_cache_folder
 
-__all__ = ["SandboxError", "check_store", "confine", "confined_batch", "run_confined", "untrusted"]
+__all__ = ["SandboxError", "check_store", "confine", "confined_batch", "effective_capabilities", "run_confined",
+           "untrusted"]
 
 log = logging.getLogger("farm.run.sandbox")
 
@@ -58,6 +63,10 @@ _KEEP_WRITABLE = ("/proc", "/sys", "/dev")  # kernel interfaces: their writes ar
 _SAID: set[str] = set()  # the isolation lines this process logged already (one each)
 MAX_RESULT = 1 << 30  # bytes of a child's answer (thumbnails carry their images); more is a failure
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 24, 28, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+SECURE_LOCKED = 0xEF  # NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE locked on; KEEP_CAPS locked off
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
 class SandboxError(RuntimeError):
@@ -123,6 +132,41 @@ def _read_only_but(writable: list[str]) -> str | None:
     return f"{len(left)} mount(s) stay writable: {', '.join(left[:5])}" if left else None
 
 
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def effective_capabilities() -> int:
+    """This process's effective capability mask (/proc/self/status CapEff)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("CapEff:"):
+            return int(line.split()[1], 16)
+    return 0
+
+
+def _drop_privileges() -> str | None:
+    """Every capability gone for good and no_new_privs set; None when done, else why not. The
+    bounding set and securebits need CAP_SETPCAP, so they go first; capset empties the rest."""
+    libc = _libc()
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"no_new_privs was refused ({os.strerror(ctypes.get_errno())})"
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    if effective_capabilities():
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+        for cap in range(last + 1):
+            libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+        libc.prctl(PR_SET_SECUREBITS, SECURE_LOCKED, 0, 0, 0)
+    header, data = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0), (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return f"dropping capabilities was refused ({os.strerror(ctypes.get_errno())})"
+    left = effective_capabilities()
+    return f"capabilities {left:#x} remain" if left else None
+
+
 def _say_once(line: str) -> None:
     if line not in _SAID:
         _SAID.add(line)
@@ -147,6 +191,9 @@ def confine(writable: list[str], caps: dict) -> list[str]:
     why = _unshare(CLONE_NEWNS) or _read_only_but(writable)
     if why:
         missing.append(f"no read-only view of the files ({why})")
+    why = _drop_privileges()  # after the namespaces and mounts, which need them
+    if why:
+        missing.append(f"root's privileges kept ({why}): the renderer could undo the read-only view")
     for name, value in ((resource.RLIMIT_DATA, caps["memory"] << 20), (resource.RLIMIT_FSIZE, caps["file"] << 20),
                         (resource.RLIMIT_CORE, 0)):
         resource.setrlimit(name, (value, value))
