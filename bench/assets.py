@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from renderer.assets.search import AssetSearch, ModelLocation, is_map_folder  # noqa: E402
-from renderer.assets.stores import FolderStore  # noqa: E402
+from renderer.assets.trees import FolderStore  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 MODEL_GLOBS = ("*.mdx", "*.mdl", "*.MDX", "*.MDL")
@@ -110,7 +110,7 @@ def _best(fn, rounds: int, min_round: float) -> float:
 def timing(corpus: Path, rounds: int, min_round: float) -> dict:
     import mpq_build
 
-    from renderer.assets.stores import close_archives
+    from renderer.assets.trees import close_archives
 
     why = mpq_build.have_tools()
     if why:

@@ -48,3 +48,14 @@ class Diagnostic:
 
     def as_dict(self) -> dict:
         return {"where": self.where, "offset": self.offset, "unit": self.unit, "message": self.message}
+
+
+def error_text(e: BaseException) -> str:
+    """An exception as one sentence: our errors' own `sentence()`, else "Type: message"."""
+    sentence = getattr(e, "sentence", None)
+    if callable(sentence):
+        try:
+            return sentence()
+        except Exception as inner:  # noqa: BLE001 - a failing sentence must not hide the error it words
+            return f"{type(e).__name__}: {e} (its sentence() failed: {type(inner).__name__}: {inner})"
+    return f"{type(e).__name__}: {e}"

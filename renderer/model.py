@@ -322,7 +322,7 @@ class CollisionShape(Node):
 
 
 @dataclass
-class Camera:
+class ModelCamera:
     name: str = ""
     position: tuple = (0.0, 0.0, 0.0)
     field_of_view: float = 0.0
@@ -384,7 +384,7 @@ class Model:
     particle_emitters: list[ParticleEmitter] = field(default_factory=list)
     particle_emitters2: list[ParticleEmitter2] = field(default_factory=list)
     ribbon_emitters: list[RibbonEmitter] = field(default_factory=list)
-    cameras: list[Camera] = field(default_factory=list)
+    cameras: list[ModelCamera] = field(default_factory=list)
     event_objects: list[EventObject] = field(default_factory=list)
     collision_shapes: list[CollisionShape] = field(default_factory=list)
     bind_pose: np.ndarray | None = None  # (n, 12) f32, 900+

@@ -6,7 +6,6 @@ import numpy as np
 
 from renderer.model import (
     Attachment,
-    Camera,
     CollisionShape,
     EventObject,
     FaceEffect,
@@ -14,6 +13,7 @@ from renderer.model import (
     Layer,
     Light,
     Model,
+    ModelCamera,
     ParticleEmitter,
     PopcornEmitter,
     SoundTrack,
@@ -94,6 +94,6 @@ def everything(version: int) -> Model:
     m.helpers = [Helper(name="Mount", object_id=count, parent_id=0)]
     count += 1
     m.pivots = np.arange(count * 3, dtype="<f4").reshape(count, 3)
-    m.cameras = [Camera(name="Portrait", position=(100, 0, 50), field_of_view=0.8, far_clip=1000, near_clip=8,
+    m.cameras = [ModelCamera(name="Portrait", position=(100, 0, 50), field_of_view=0.8, far_clip=1000, near_clip=8,
                         target=(0, 0, 40), tracks={"KCRL": track("KCRL", [0], [0.1])})]
     return m

@@ -12,7 +12,7 @@ from mpq_build import build, have_tools
 from renderer.assets import AssetSearch, ModelLocation
 from renderer.assets.search import is_map_folder
 from renderer.assets.sources import source_name
-from renderer.assets.stores import FolderStore
+from renderer.assets.trees import FolderStore
 from renderer.formats import load_model
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))

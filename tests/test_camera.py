@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from renderer.camera import CameraError, auto_camera, look_at, perspective, resolve_camera
-from renderer.model import Camera as CamsCamera
 from renderer.model import Extent, Model
+from renderer.model import ModelCamera as CamsCamera
 from renderer.samples.build import crate
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from farm.cli import main
-from farm.compare.status import UNLOADABLE
 from farm.plan.batches import expand_manifest
+from farm.plan.causes import UNLOADABLE
 from farm.plan.manifest import ManifestError, load_manifest
 from farm.run.jobs import JobState
 from farm.store import FolderStore as Store

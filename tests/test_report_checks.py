@@ -15,10 +15,11 @@ from pathlib import Path
 from golden_runs import broken, image, key, make_run, noisy
 
 from farm import goldens as G
-from farm.compare.metrics import Comparison, Thresholds, compare, metric_checks
+from farm.compare.metrics import Comparison, compare, metric_checks
 from farm.compare.runs import compare_run
 from farm.compare.status import VERDICT_WORDS
 from farm.pipeline import compare_job
+from farm.plan.thresholds import Thresholds
 from farm.report import write_report
 from farm.report.model import metric_rows
 from farm.report.text import summary_text

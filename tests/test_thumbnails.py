@@ -331,9 +331,9 @@ def test_cli_errors_and_strict(models, tmp_path, capsys):
                  "--workers", "1"]) == 1
     assert "1 failed" in capsys.readouterr().out
     # One run at a time per folder.
-    from farm.thumbs.state import State
+    from farm.thumbs.state import ThumbState
 
-    held = State(out / ".farm")
+    held = ThumbState(out / ".farm")
     held.lock()
     try:
         assert main(["thumbnails", str(only_broken), "--out", str(out), "--no-progress"]) == 2

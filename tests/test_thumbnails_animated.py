@@ -163,11 +163,11 @@ def test_animation_bytes_that_arrive_damaged_are_not_written(tmp_path):
 
     from farm.run.execute import BatchResult, FrameResult
     from farm.thumbs.run import _write_animation
-    from farm.thumbs.state import State
+    from farm.thumbs.state import ThumbState
 
     data = b"the animation's bytes"
     sent = {"animation": base64.b64encode(data).decode("ascii"), "animation_sidecar": {"format": "png", "frames": []}}
-    state = State(tmp_path / ".farm")
+    state = ThumbState(tmp_path / ".farm")
     state.tmp.mkdir(parents=True)
     opts = ThumbnailOptions(animated=True, frames=2)
     written = []

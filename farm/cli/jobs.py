@@ -21,13 +21,13 @@ from farm.cli.common import (
     results_json,
     workers_arg,
 )
-from farm.compare.status import CAUSE_HINTS, UNLOADABLE
 from farm.demo import run_demo
 from farm.environment import broker_url, default_reports
 from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
 from farm.pipeline import UPDATE_MODES, all_new, compare_job
+from farm.plan.causes import CAUSE_HINTS, UNLOADABLE
 from farm.report.model import shell_path
 from farm.repository import store_ignore_hint
 from farm.run.jobs import JobState, retry_job, run_job, status_text

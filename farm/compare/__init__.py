@@ -6,8 +6,9 @@ This package's namespace holds the frame-level pieces; `farm.compare.runs` is im
 """
 
 from farm.compare.heatmaps import RAMP, diff_heatmap, ssim_heatmap
-from farm.compare.metrics import Comparison, Thresholds, compare, premultiply
+from farm.compare.metrics import Comparison, compare, premultiply
 from farm.images import as_rgba, image_digest
+from farm.plan.thresholds import Thresholds
 
 __all__ = ["RAMP", "Comparison", "Thresholds", "as_rgba", "compare", "diff_heatmap", "image_digest", "premultiply",
            "ssim_heatmap"]

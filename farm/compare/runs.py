@@ -46,12 +46,14 @@ from pathlib import Path
 import numpy as np
 
 from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
-from farm.compare.metrics import Comparison, Thresholds, compare
-from farm.compare.status import CAUSE_HINTS, statuses
+from farm.compare.metrics import Comparison, compare
+from farm.compare.status import statuses
 from farm.files import json_bytes
 from farm.goldens.index import GoldenIndex, env_key, now
 from farm.images import blank_reason, image_digest, png_bytes, read_png
+from farm.plan.causes import CAUSE_HINTS
 from farm.plan.keys import legacy_key, parse_key
+from farm.plan.thresholds import Thresholds
 
 __all__ = [
     "FORMAT",

@@ -8,10 +8,7 @@ the report's header, the terminal summary, the Markdown summary) and what a trac
 report (`outcome`: an error, a failure, skipped or passed; new traces fail unless allowed, as the
 verdict has it).
 
-Why a job's frame failed, when a retry cannot help: its trace's ``cause`` in the job state.
-``unloadable``: the model did not load when the job was planned (farm.plan.batches); nothing renders
-its frames, `farm retry --failed` leaves them until the model loads, and the hints say to fix the
-model instead (`RETRY_CANNOT_FIX`, `CAUSE_HINTS`).
+Why a job's frame failed when a retry cannot help (a trace's ``cause``) is farm.plan.causes.
 """
 
 from __future__ import annotations
@@ -26,9 +23,6 @@ __all__ = [
     "LABELS",
     "PASSING",
     "REPORT_ORDER",
-    "RETRY_CANNOT_FIX",
-    "CAUSE_HINTS",
-    "UNLOADABLE",
     "STATUS_ORDER",
     "VERDICT_WORDS",
     "group_of",
@@ -104,8 +98,3 @@ def statuses(kind: str | None) -> tuple[str, ...]:
     """The statuses of a results document of `kind` ("goldens" or "diff"), in summary order."""
     return DIFF_STATUSES if kind == "diff" else GOLDEN_STATUSES
 
-
-# Causes of failed frames (a job trace's `cause`) that `farm retry` cannot fix, and what to do instead.
-UNLOADABLE = "unloadable"
-RETRY_CANNOT_FIX = frozenset({UNLOADABLE})
-CAUSE_HINTS = {UNLOADABLE: "a retry renders the same failure: fix the model, then run the job again"}

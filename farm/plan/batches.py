@@ -11,7 +11,7 @@ have not changed since the first job format, so jobs written by earlier versions
 Nothing here imports GL; planning reads each model once (no GL) for its sequences and lengths.
 
 What a retry cannot fix is found here, before anything renders: a model that does not load is
-`Plan.unloadable` (its traces carry the cause `farm.compare.status.UNLOADABLE` and the sentence
+`Plan.unloadable` (its traces carry the cause `farm.plan.causes.UNLOADABLE` and the sentence
 "<model> does not load: <the loader's sentence>"; `farm run` sends none of its batches and
 `farm retry` leaves it until the model loads), and a sequence named in a manifest that a model
 does not have is a ManifestError naming the line of that `sequences` entry (`expand_manifest`).
@@ -25,37 +25,27 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from farm.compare.status import UNLOADABLE
 from farm.environment import default_int, env_int
 from farm.files import file_digest
+from farm.plan.causes import UNLOADABLE
 from farm.plan.keys import percent_text, trace_key_for
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
 from farm.settings import RenderSettings
 from renderer.anim import find_sequence as _find_sequence
 from renderer.assets import read_source, split_source
+from renderer.errors import error_text
 from renderer.formats import load_model
 
 DEFAULT_MAX_FRAMES = default_int("FARM_MAX_FRAMES")
 DEFAULT_BATCH_FRAMES = default_int("FARM_BATCH_FRAMES")
 
 __all__ = ["DEFAULT_MAX_FRAMES", "PLAN_BYTES_PER_FRAME", "Batch", "Plan", "TooManyFrames", "available_memory",
-           "error_text", "expand_manifest", "expand_plan", "find_sequence", "frame_limit", "max_frames", "model_digest",
+           "expand_manifest", "expand_plan", "find_sequence", "frame_limit", "max_frames", "model_digest",
            "read_model", "read_model_and_digest", "resolve_stamps", "resolve_times", "sequence_label"]
 
 
 class TooManyFrames(ValueError):
     """A plan that would render more frames than the job may (`frame_limit`: memory, FARM_MAX_FRAMES)."""
-
-
-def error_text(e: BaseException) -> str:
-    """An exception as one sentence: our errors' own `sentence()`, else "Type: message"."""
-    sentence = getattr(e, "sentence", None)
-    if callable(sentence):
-        try:
-            return sentence()
-        except Exception as inner:  # noqa: BLE001 - a failing sentence must not hide the error it words
-            return f"{type(e).__name__}: {e} (its sentence() failed: {type(inner).__name__}: {inner})"
-    return f"{type(e).__name__}: {e}"
 
 
 def batch_frames(environ=None) -> int:

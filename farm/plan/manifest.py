@@ -72,8 +72,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from farm.compare.metrics import Thresholds
 from farm.plan.keys import percent_text
+from farm.plan.thresholds import Thresholds
 from farm.plan.toml_lines import key_lines, line_of
 from farm.settings import (
     RENDER_SETTINGS,

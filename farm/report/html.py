@@ -35,7 +35,7 @@ from farm.report.markdown import markdown_summary
 from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
 from farm.report.pages import MATCH_LIMIT, Page, page_url, plan_pages, row_files
 from farm.report.published import report_origin
-from farm.report.strips import Strip, filmstrips, time_text
+from farm.report.strips import FilmStrip, filmstrips, time_text
 from farm.store import open_store
 
 __all__ = ["build_strip_views", "build_views", "render_html", "render_nightly_index", "write_report"]
@@ -127,7 +127,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None, traces: lis
     return views
 
 
-def _strip_frame(strip: Strip, i: int, v: dict) -> dict:
+def _strip_frame(strip: FilmStrip, i: int, v: dict) -> dict:
     t = strip.frames[i]
     return {"index": i, "key": t["key"], "anchor": v.get("anchor") or _anchor(t["key"]), "status": t["status"],
             "label": LABELS.get(t["status"], t["status"]), "time": time_text(t), "new_src": v.get("new_src"),
@@ -138,7 +138,7 @@ def _strip_frame(strip: Strip, i: int, v: dict) -> dict:
 
 
 def build_strip_views(results: dict, views: list[dict], serve: dict | None = None,
-                      strips: list[Strip] | None = None) -> list[dict]:
+                      strips: list[FilmStrip] | None = None) -> list[dict]:
     """The filmstrips of the page (farm.report.strips; `strips`, default all of them), each frame with its
     view's images and status."""
     by_key = {v["key"]: v for v in views}

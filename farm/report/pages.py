@@ -37,7 +37,7 @@ MATCH_LIMIT = 500  # rows a search shows at most (static/pages.js reads it from 
 class Page:
     number: int  # 1 is the landing page
     traces: list = field(default_factory=list)  # the results' trace dicts of its cards, in report order
-    strips: list = field(default_factory=list)  # its farm.report.strips.Strip objects
+    strips: list = field(default_factory=list)  # its farm.report.strips.FilmStrip objects
 
 
 def page_url(number: int, here: int = 1) -> str:

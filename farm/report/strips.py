@@ -19,7 +19,7 @@ from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.plan.keys import TraceKeyError, parse_key, timeless_key
 from farm.report.model import sort_traces
 
-__all__ = ["Strip", "filmstrips", "strip_anchor", "time_text"]
+__all__ = ["FilmStrip", "filmstrips", "strip_anchor", "time_text"]
 
 
 def strip_anchor(name: str) -> str:
@@ -43,7 +43,7 @@ def time_text(t: dict) -> str:
 
 
 @dataclass(frozen=True)
-class Strip:
+class FilmStrip:
     name: str  # the frames' timeless key (farm.plan.keys.timeless_key)
     frames: tuple[dict, ...]  # trace results, in time order
     worst: int  # the index in `frames` of the worst frame
@@ -101,7 +101,7 @@ def _in_time_order(frames: list[dict]) -> tuple[dict, ...]:
     return tuple(sorted(frames, key=when))
 
 
-def filmstrips(traces) -> list[Strip]:
+def filmstrips(traces) -> list[FilmStrip]:
     """The strips of `traces` (trace results): those whose keys differ only in their time, two or
     more each, in time order; the strips in the report's order of their worst frames."""
     groups: dict[str, list[dict]] = {}
@@ -117,5 +117,5 @@ def filmstrips(traces) -> list[Strip]:
             continue
         ordered = _in_time_order(frames)
         worst = sort_traces(ordered)[0]
-        strips[worst["key"]] = Strip(name, ordered, next(i for i, t in enumerate(ordered) if t is worst))
+        strips[worst["key"]] = FilmStrip(name, ordered, next(i for i, t in enumerate(ordered) if t is worst))
     return [strips[t["key"]] for t in sort_traces(s.frames[s.worst] for s in strips.values())]

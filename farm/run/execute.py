@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 
 from farm.environment import default_int
 from farm.images import blank_reason
-from farm.plan.batches import Batch, error_text, find_sequence
+from farm.plan.batches import Batch, find_sequence
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from farm.run.inputs import read_batch_model
 from farm.store.base import delivery_owner
 from farm.store.documents import FrameResult  # a frame of a batch result: defined once, with the store's check
+from renderer.errors import error_text
 from renderer.gl.base import GLContextError
 from renderer.png import png_bytes
 
@@ -64,7 +65,6 @@ __all__ = [
     "acquire_renderer",
     "batch_kind",
     "diag_dict",
-    "error_text",
     "record_forward",
     "render_batch",
 ]

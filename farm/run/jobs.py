@@ -34,9 +34,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from farm.compare.status import CAUSE_HINTS, RETRY_CANNOT_FIX, UNLOADABLE
 from farm.environment import broker_url, default_out, redact_url
 from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
+from farm.plan.causes import CAUSE_HINTS, RETRY_CANNOT_FIX, UNLOADABLE
 from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
 from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult

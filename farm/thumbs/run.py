@@ -51,7 +51,7 @@ from farm.store import is_url, open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
-from farm.thumbs.state import FILE_KEYS, State, fingerprint
+from farm.thumbs.state import FILE_KEYS, ThumbState, fingerprint
 from farm.thumbs.work import OUTSIDE, animation_keys
 from renderer.assets import read_source
 from renderer.assets.paths import safe_relative
@@ -218,7 +218,7 @@ def inputs_unchanged(inputs: dict[str, str], seen: dict[str, str | None]) -> boo
         if where not in seen:
             try:
                 seen[where] = hashlib.sha256(read_source(where)).hexdigest()
-            except Exception:  # noqa: BLE001 - gone or unreadable: changed
+            except FormatError:  # gone or unreadable (read_source's one error): changed
                 seen[where] = None
         if seen[where] != sha:
             return False
@@ -274,7 +274,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
         raise ThumbnailError(str(e)) from None
     root_folders = [Path(r).absolute() for r in roots]
     extra_assets = [Path(a).absolute() for a in opts.assets]
-    state = State(out / ".farm")
+    state = ThumbState(out / ".farm")
     state.lock()
     try:
         state.load()
@@ -324,7 +324,7 @@ def _publish(batches: list[Batch], store, inputs: str | None) -> None:
         publish(batches, store)
 
 
-def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summary, force: bool,
+def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: Summary, force: bool,
           root_folders: list[Path], extra_assets: list[Path], retry: bool = False
           ) -> tuple[list[Batch], dict[str, str]]:
     """The batches of the models to render (not skipped as up to date, nor as failed for their own
@@ -363,7 +363,7 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: State, summary: Summa
 
 
 def _index_doc(opts: ThumbnailOptions, root_folders: list[Path], extra_assets: list[Path], entries: list[dict],
-               state: State) -> dict:
+               state: ThumbState) -> dict:
     """index.json: the options, the counts, the sheets and every model's entry."""
     return {"format": FORMAT, "options": {"size": int(opts.size), "sequence": opts.sequence, "time": opts.time,
                                           "camera": opts.render.camera, "format": opts.format,
@@ -403,7 +403,7 @@ def _into_store(url: str, make) -> Summary:
     return summary
 
 
-def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, fps: dict[str, str],
+def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbState, fps: dict[str, str],
          summary: Summary, broker: str | None, workers: int | None, bar, store, on_recorded=None) -> None:
     """Render the batches; each result is written and recorded, then `on_recorded(model_id)`."""
     job_id = f"thumbnails-{secrets.token_hex(4)}"
@@ -428,7 +428,7 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: State, 
         store.remove_job(job_id)
 
 
-def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state: State, fp: str | None,
+def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state: ThumbState, fp: str | None,
                   digest: str | None) -> dict:
     """A model's result written (its image, sidecar, digest-keyed copy, animation) and its record.
     A runner's own verdict (a lost worker, a store error: no facts from a worker) is cause "worker"."""
@@ -471,7 +471,7 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
 _NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}
 
 
-def _write_animation(result: BatchResult, out: Path, opts: ThumbnailOptions, state: State) -> dict:
+def _write_animation(result: BatchResult, out: Path, opts: ThumbnailOptions, state: ThumbState) -> dict:
     """A model's animation (--animated) written next to its still, thumbs/<id>.anim.<format> and its
     sidecar (farm.images.animation_sidecar); the record's animation keys, null when none came (not
     asked, a model with no sequence to animate, a frame that failed, damaged bytes)."""
@@ -489,7 +489,7 @@ def _write_animation(result: BatchResult, out: Path, opts: ThumbnailOptions, sta
     return {"animation": rel, "animation_sidecar": rel + ".json", "animation_sha256": digest}
 
 
-def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: State) -> list[dict]:
+def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: ThumbState) -> list[dict]:
     """Index entries for the models found; removes the files of models gone or failing now."""
     entries = [_entry(f, state.records.get(f.id)) for f in found]
     wanted = {e[k] for e in entries for k in FILE_KEYS if e.get(k)}
@@ -520,7 +520,7 @@ class _SheetWriter:
     cost about 8 ms a model, a fifth of a thumbnail). A sheet's bytes depend on its entries only, so
     the order of drawing does not matter; a sheet whose entries did not change is not drawn again."""
 
-    def __init__(self, found: list[Found], out: Path, opts: ThumbnailOptions, state: State, pending: set[str]):
+    def __init__(self, found: list[Found], out: Path, opts: ThumbnailOptions, state: ThumbState, pending: set[str]):
         n = int(opts.sheet)
         self.n, self.out, self.opts, self.state = n, out, opts, state
         self.groups = [found[i:i + n] for i in range(0, len(found), n)] if n else []

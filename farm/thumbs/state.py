@@ -24,7 +24,7 @@ from pathlib import Path
 
 from farm.files import append_json_line, atomic_write_json
 
-__all__ = ["FILE_KEYS", "FORMAT", "State", "StateLocked", "fingerprint"]
+__all__ = ["FILE_KEYS", "FORMAT", "ThumbState", "StateLocked", "fingerprint"]
 
 FORMAT = "modelfarm.thumbnails-state/1"
 # a record's output files (folder-relative)
@@ -40,7 +40,7 @@ def fingerprint(options: dict) -> str:
     return hashlib.sha256(body.encode("utf-8")).hexdigest()[:24]
 
 
-class State:
+class ThumbState:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.records: dict[str, dict] = {}

@@ -211,17 +211,9 @@ class PaletteBuilder:
         self.source_rows = row + len(big)
         self.layout = layout
 
-    def node_palette(self, node_matrices: np.ndarray) -> np.ndarray:
-        """(N + 1, 4, 4): the node matrices by skeleton row plus the identity row."""
-        n = self.node_count
-        pal = np.empty((n + 1, 4, 4))
-        pal[:n] = node_matrices
-        pal[n] = np.eye(4)
-        return pal
-
     def _source(self, node_matrices: np.ndarray) -> np.ndarray:
-        """(source_rows, 4, 4) with the node palette (`node_palette`) in its first N + 1 rows and the
-        group sums to come after them (unset)."""
+        """(source_rows, 4, 4): the node matrices by skeleton row, the identity row, then the group
+        sums to come (unset)."""
         n = self.node_count
         src = np.empty((self.source_rows, 4, 4))
         src[:n] = node_matrices

@@ -8,7 +8,7 @@ from renderer.assets.game import GAME_ARCHIVES, CascStorageError, GameDataError,
 from renderer.assets.mpq import MpqArchive, MpqError
 from renderer.assets.search import Asset, AssetSearch, ModelLocation, game_paths
 from renderer.assets.sources import list_models, read_source, source_name, split_source
-from renderer.assets.stores import close_archives, open_archive
+from renderer.assets.trees import close_archives, open_archive
 
 __all__ = [
     "DECODED",

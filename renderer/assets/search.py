@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 from renderer.assets.game import CascStorageError, GameDataError, game_archives, order_archives
 from renderer.assets.mpq import MpqError, entry_name
 from renderer.assets.paths import SEPARATORS, extension_variants, refusal
-from renderer.assets.stores import ArchiveStore, FolderStore, open_archive
+from renderer.assets.trees import AssetArchive, AssetFolder, open_archive
 
 MAP_SUFFIXES = (".w3x", ".w3m")
 ARCHIVE_SUFFIXES = (".mpq", ".w3x", ".w3m", ".w3n")
@@ -88,7 +88,7 @@ class ModelLocation:
 class Base:
     """One place searched: a store and a folder inside it."""
 
-    store: object  # FolderStore | ArchiveStore
+    store: object  # AssetFolder | AssetArchive
     prefix: tuple[str, ...]
     role: str  # "model", "map", "asset root", "game"
 
@@ -111,7 +111,7 @@ class Asset:
     role: str = ""  # the role of the base it was found in ("model", "map", "asset root", "game"), when searched
 
 
-def is_map_folder(store: FolderStore, prefix: tuple[str, ...]) -> bool:
+def is_map_folder(store: AssetFolder, prefix: tuple[str, ...]) -> bool:
     name = store.root.joinpath(*prefix).name.lower()
     if name.endswith(MAP_SUFFIXES):
         return True
@@ -122,7 +122,7 @@ def _model_bases(where: ModelLocation, stop_at: Path | None, errors: list[str]) 
     """Bases 1-2 of the order (the model's folder and those above it) and the fences they allow."""
     if where.archive is not None:
         try:
-            store = ArchiveStore(open_archive(where.archive))
+            store = AssetArchive(open_archive(where.archive))
         except MpqError as e:
             errors.append(str(e))
             return [], []
@@ -131,7 +131,7 @@ def _model_bases(where: ModelLocation, stop_at: Path | None, errors: list[str]) 
     folder = Path(os.path.abspath(where.folder or "."))
     chain = [folder, *folder.parents]
     top = 0
-    probe = FolderStore(chain[-1])
+    probe = AssetFolder(chain[-1])
     for i, d in enumerate(chain):
         if is_map_folder(probe, d.relative_to(chain[-1]).parts):
             top = i
@@ -140,7 +140,7 @@ def _model_bases(where: ModelLocation, stop_at: Path | None, errors: list[str]) 
         stop = Path(os.path.abspath(stop_at)) if stop_at is not None else None
         top = chain.index(stop) if stop in chain else 0
     root = chain[top]
-    store = FolderStore(root)
+    store = AssetFolder(root)
     rel = folder.relative_to(root).parts
     bases = [Base(store, rel[:k], "model" if k == len(rel) else "map") for k in range(len(rel), -1, -1)]
     return bases, [store.real] if store.real else []
@@ -148,10 +148,10 @@ def _model_bases(where: ModelLocation, stop_at: Path | None, errors: list[str]) 
 
 def _root_base(path: Path, role: str, errors: list[str], listfile=None) -> tuple[Base | None, Path | None]:
     if path.is_dir():
-        store = FolderStore(path)
+        store = AssetFolder(path)
         return Base(store, (), role), store.real
     try:
-        return Base(ArchiveStore(open_archive(path, listfile)), (), role), None
+        return Base(AssetArchive(open_archive(path, listfile)), (), role), None
     except MpqError as e:
         errors.append(f"{role} {e}")
         return None, None

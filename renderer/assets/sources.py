@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from renderer.assets.mpq import MpqArchive, MpqError, entry_name
 from renderer.assets.search import ARCHIVE_SUFFIXES, split_source
-from renderer.assets.stores import open_archive
+from renderer.assets.trees import open_archive
 from renderer.errors import FormatError
 
 MODEL_PATTERNS = ("**/*.mdx", "**/*.mdl")

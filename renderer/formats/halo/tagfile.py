@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from renderer.assets.search import Asset
-from renderer.assets.stores import FolderStore
+from renderer.assets.trees import AssetFolder
 from renderer.errors import Diagnostic, FormatError
 
 HEADER_SIZE = 64
@@ -204,7 +204,7 @@ def path_refusal(tag_path: str) -> str | None:
 class TagRoot:
     """The Halo reader's resolver (renderer.formats' contract): tag paths looked up case-insensitively
     under one tag root, never outside it (the matching is the asset search's,
-    `renderer.assets.stores.FolderStore`: exact case first, then sorted). `find` answers with the
+    `renderer.assets.trees.AssetFolder`: exact case first, then sorted). `find` answers with the
     tag's bytes, read once; `record` lists every answer the way the asset search records a lookup
     (kind "halo tag"), and `assets` keeps the bytes found, so the renderer decodes and records them
     without reading the tag tree again, and a coordinator can pin them for a worker that cannot see it
@@ -214,7 +214,7 @@ class TagRoot:
 
     def __init__(self, root: Path):
         self.root = Path(root)
-        self._store = FolderStore(self.root)
+        self._store = AssetFolder(self.root)
         self._real = self._store.real
         self.record: list[dict] = []
         self.assets: dict[str, Asset] = {}  # asked (tag path + extension) -> what was found

@@ -154,7 +154,7 @@ NODE_FIELDS = (
 )
 
 
-class State:
+class RecordState:
     """What a record's text said besides plain values: flag words, override, names seen."""
 
     __slots__ = ("bits", "override", "seen", "version")
@@ -167,9 +167,9 @@ class State:
 
 
 # -- reading ----------------------------------------------------------------------------------
-def read_record(p: Parser, spec: Spec, obj, version: int) -> State:
+def read_record(p: Parser, spec: Spec, obj, version: int) -> RecordState:
     """Read `{ ... }` of one record into obj (the cursor is on '{')."""
-    st = State(version)
+    st = RecordState(version)
     _read_block(p, spec, obj, st, None)
     if spec.flags_attr is not None:
         if st.override is not None:
@@ -183,7 +183,7 @@ def read_record(p: Parser, spec: Spec, obj, version: int) -> State:
     return st
 
 
-def _read_block(p: Parser, spec: Spec, obj, st: State, block: str | None) -> None:
+def _read_block(p: Parser, spec: Spec, obj, st: RecordState, block: str | None) -> None:
     p.expect("{", "'{'")
     while True:
         at = p.i
@@ -227,7 +227,7 @@ def _node_field(tok: str) -> Field | None:
     return _NODE_BY_NAME.get(tok)
 
 
-def _read_word(p: Parser, spec: Spec, obj, st: State, tok: str) -> bool:
+def _read_word(p: Parser, spec: Spec, obj, st: RecordState, tok: str) -> bool:
     w = spec.words.get(tok)
     if w is not None:
         if w[0] == "flag":
@@ -271,7 +271,7 @@ def _tracks_of(obj, tag: str) -> dict:
     return obj.node_tracks if tag in NODE_TRACK_TAGS else obj.tracks
 
 
-def _read_field(p: Parser, spec: Spec, obj, f: Field, static: bool, st: State) -> None:
+def _read_field(p: Parser, spec: Spec, obj, f: Field, static: bool, st: RecordState) -> None:
     at = p.i - 1
     if f.tag is not None and not static and is_number(p.peek()) and p.peek(1) == "{":
         tracks = _tracks_of(obj, f.tag)

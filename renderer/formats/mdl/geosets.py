@@ -30,7 +30,7 @@ import numpy as np
 
 from renderer.model import Extent, Geoset, GeosetAnimation
 
-from .fields import Field, Spec, State, emit, field_items, flag_items, read_named, read_record, write_record
+from .fields import Field, RecordState, Spec, emit, field_items, flag_items, read_named, read_record, write_record
 from .header import EXTENT_FIELDS
 from .text import Out, fmt_ints, int_rows_text, rows_text
 from .tokens import I32_MIN, U32_END, Parser
@@ -208,7 +208,7 @@ def _read_groups(p, g, st, static):
     p.where.pop()
 
 
-def _read_anim(p: Parser, g: Geoset, st: State, static: bool) -> None:
+def _read_anim(p: Parser, g: Geoset, st: RecordState, static: bool) -> None:
     g.sequence_extents.append(read_named(p, EXTENT, st.version, len(g.sequence_extents))[0])
 
 

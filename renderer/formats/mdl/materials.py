@@ -34,7 +34,7 @@ import dataclasses
 
 from renderer.model import Layer, Material, TextureAnimation, TextureSlot
 
-from .fields import Field, Spec, State, read_named, write_record
+from .fields import Field, RecordState, Spec, read_named, write_record
 from .header import read_container
 from .text import Out
 from .tokens import Parser, is_number
@@ -48,7 +48,7 @@ def _fresnel(layer: Layer, version: int) -> bool:
     return version >= 1000 or layer.has_fresnel
 
 
-def _read_texture_id(p: Parser, layer: Layer, st: State, static: bool) -> None:
+def _read_texture_id(p: Parser, layer: Layer, st: RecordState, static: bool) -> None:
     if not static and is_number(p.peek()) and p.peek(1) == "{":
         if "KMTF" in layer.tracks:
             raise p.error("TextureID is animated twice", p.i - 1)
@@ -67,7 +67,7 @@ def _read_texture_id(p: Parser, layer: Layer, st: State, static: bool) -> None:
     st.seen.add("TextureID=")
 
 
-def _read_shader(p: Parser, layer: Layer, st: State, static: bool) -> None:
+def _read_shader(p: Parser, layer: Layer, st: RecordState, static: bool) -> None:
     at = p.i
     s = p.string("a quoted shader name")
     if st.version >= 1100:
@@ -83,7 +83,7 @@ def _read_shader(p: Parser, layer: Layer, st: State, static: bool) -> None:
         layer._shader = s  # the material's shader in 900/1000: picked up by the material
 
 
-def _read_shader_type(p: Parser, layer: Layer, st: State, static: bool) -> None:
+def _read_shader_type(p: Parser, layer: Layer, st: RecordState, static: bool) -> None:
     layer.shader_type_id = p.u32("a shader type id")
 
 
@@ -123,7 +123,7 @@ LAYER = Spec(
 )
 
 
-def _read_layer(p: Parser, mat: Material, st: State, static: bool) -> None:
+def _read_layer(p: Parser, mat: Material, st: RecordState, static: bool) -> None:
     version = st.version
     layer, lst = read_named(p, LAYER, version, len(mat.layers))
     shader = layer.__dict__.pop("_shader", None)

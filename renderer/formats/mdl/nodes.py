@@ -46,18 +46,18 @@ from renderer import rules
 from renderer.model import (
     Attachment,
     Bone,
-    Camera,
     CollisionShape,
     EventObject,
     Helper,
     Light,
+    ModelCamera,
     ParticleEmitter,
     ParticleEmitter2,
     PopcornEmitter,
     RibbonEmitter,
 )
 
-from .fields import Enum, Field, Spec, State, read_named, write_record
+from .fields import Enum, Field, RecordState, Spec, read_named, write_record
 from .text import Out, vec
 from .tokens import I32_MIN, Parser
 
@@ -116,7 +116,7 @@ PARTICLE_EMITTER = Spec(
 )
 
 
-def _read_segment_color(p: Parser, e: ParticleEmitter2, st: State, static: bool) -> None:
+def _read_segment_color(p: Parser, e: ParticleEmitter2, st: RecordState, static: bool) -> None:
     p.where.append("SegmentColor")
     p.expect("{", "'{' after SegmentColor")
     colors = []
@@ -215,7 +215,7 @@ POPCORN_EMITTER = Spec(
 )
 
 
-def _read_event_track(p: Parser, ev: EventObject, st: State, static: bool) -> None:
+def _read_event_track(p: Parser, ev: EventObject, st: RecordState, static: bool) -> None:
     p.where.append("EventTrack")
     at = p.i
     n = p.integer("the number of event frames", 0, 1 << 24)
@@ -252,7 +252,7 @@ EVENT_OBJECT = Spec(
 SHAPE_VERTICES = {0: 2, 1: 2, 2: 1, 3: 2}
 
 
-def _read_shape_vertices(p: Parser, cs: CollisionShape, st: State, static: bool) -> None:
+def _read_shape_vertices(p: Parser, cs: CollisionShape, st: RecordState, static: bool) -> None:
     p.where.append("Vertices")
     n = p.integer("the number of collision shape vertices", 0, 16)
     p.expect("{", "'{' to start Vertices")
@@ -281,7 +281,7 @@ COLLISION_SHAPE = Spec(
 )
 
 CAMERA = Spec(
-    "Camera", Camera,
+    "Camera", ModelCamera,
     (
         Field("Position", "position", "vec3"),
         Field("Translation", None, "track", "KCTR"),
@@ -311,7 +311,7 @@ NODE_BLOCKS: dict[str, tuple[Spec, str]] = {
 }
 
 
-def read_node(p: Parser, model, keyword: str) -> tuple[object, State, int]:
+def read_node(p: Parser, model, keyword: str) -> tuple[object, RecordState, int]:
     """One node (or camera) block after its keyword; returns the record, what its text said and its start."""
     spec, attr = NODE_BLOCKS[keyword]
     dest = getattr(model, attr)

@@ -79,7 +79,7 @@ RECORDS: dict[str, RecordSpec] = {
                        "particle emitter 2"),
     "RIBB": RecordSpec(m.RibbonEmitter, _fixed(L.RIBBON_EMITTER), True, True,
                        frozenset({"KRHA", "KRHB", "KRAL", "KRCO", "KRTX", "KRVS"}), "ribbon emitter"),
-    "CAMS": RecordSpec(m.Camera, _fixed(L.CAMERA), True, False, frozenset({"KCTR", "KTTR", "KCRL"}), "camera"),
+    "CAMS": RecordSpec(m.ModelCamera, _fixed(L.CAMERA), True, False, frozenset({"KCTR", "KTTR", "KCRL"}), "camera"),
     "CORN": RecordSpec(m.PopcornEmitter, _fixed(L.POPCORN_EMITTER), True, True,
                        frozenset({"KPPA", "KPPC", "KPPE", "KPPL", "KPPS", "KPPV"}), "popcorn emitter"),
 }

@@ -8,7 +8,7 @@ Rules:
 
 - Backslashes and slashes both separate components; every component matches case-insensitively.
   Each directory is listed once, lazily, into a lower-case index (no tree walk up front); the
-  index is a snapshot for the search's lifetime (`renderer.assets.stores.FolderStore`).
+  index is a snapshot for the search's lifetime (`renderer.assets.trees.AssetFolder`).
 - Search order: for the named extension first, then for each Reforged fallback extension (the rest
   of .blp, .dds, .tga in that order; only when the named extension is one of them):
   the full path under the model's folder, then under each asset root in order; then the basename
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from renderer.assets.paths import EXTENSIONS, SEPARATORS, WHERE, extension_variants, refusal
 from renderer.assets.search import AssetSearch, Base
-from renderer.assets.stores import FolderStore
+from renderer.assets.trees import AssetFolder
 from renderer.errors import Diagnostic
 
 __all__ = ["EXTENSIONS", "SEPARATORS", "WHERE", "TextureResolver", "extension_variants", "refusal"]
@@ -43,7 +43,7 @@ class TextureResolver:
     def __init__(self, asset_roots: list[Path], model_dir: Path):
         self.asset_roots = [Path(root) for root in asset_roots]
         self.model_dir = Path(model_dir)
-        stores = [FolderStore(d) for d in (self.model_dir, *self.asset_roots)]
+        stores = [AssetFolder(d) for d in (self.model_dir, *self.asset_roots)]
         self._search = AssetSearch([Base(st, (), "model" if i == 0 else "asset root") for i, st in enumerate(stores)],
                                    [st.real for st in stores if st.real is not None])
 

@@ -1,9 +1,9 @@
 """Where asset bytes live: a folder tree or an MPQ archive, each answering "which entry under this
 base matches these path components?" with the game's rules (case-insensitive components).
 
-`FolderStore` lists each directory once, lazily, into a lower-case index (a snapshot for the
+`AssetFolder` lists each directory once, lazily, into a lower-case index (a snapshot for the
 store's lifetime); where several names match case-insensitively the exact-case one is tried first,
-then the others in sorted order, with a note. `ArchiveStore` asks the archive by name (the MPQ hash
+then the others in sorted order, with a note. `AssetArchive` asks the archive by name (the MPQ hash
 is case-insensitive and treats / and \\ alike), so it needs no (listfile).
 """
 
@@ -19,7 +19,7 @@ from renderer.assets.mpq import MpqArchive, MpqError, entry_name
 MAX_OPEN_ARCHIVES = 32
 
 
-class FolderStore:
+class AssetFolder:
     """One folder tree on disk."""
 
     def __init__(self, root: Path):
@@ -91,7 +91,7 @@ class FolderStore:
         return None
 
 
-class ArchiveStore:
+class AssetArchive:
     """One MPQ archive (a map, a game archive or any .mpq)."""
 
     def __init__(self, archive: MpqArchive):
