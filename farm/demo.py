@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from farm.compare.status import verdict_word
-from farm.pipeline import compare_job
+from farm.pipeline import CompareOptions, compare_job
 from farm.report.text import summary_text
 from farm.run.jobs import run_job, status_text
 from renderer.formats import load_model, save_model
@@ -80,7 +80,7 @@ def run_demo(out: str | Path = "demo-out", goldens: str | Path | None = None, wo
     # the local runner, whatever FARM_BROKER_URL says (workers elsewhere cannot see this store)
     job = run_job(manifest, out=out / "store", broker="local", workers=workers, progress=False)
     print(status_text(job))
-    compared = compare_job(job, goldens, report=out / "report")
+    compared = compare_job(job, CompareOptions(goldens, report=out / "report"))
     results, report = compared.results, compared.html
     print(summary_text(results, report=report))
     c = job.counts()

@@ -62,7 +62,7 @@ from pathlib import Path
 from farm.environment import default_out, env_given, env_str, nightly_settings
 from farm.files import append_json_line, atomic_write, atomic_write_json
 from farm.goldens import find_goldens
-from farm.pipeline import compare_job
+from farm.pipeline import CompareOptions, compare_job
 from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
 from farm.store import open_store
@@ -205,8 +205,8 @@ def run_nightly(manifest: str | Path, *, reports: str | Path, goldens: str | Pat
         job: JobState = run_job(manifest, out=out, broker=broker, workers=workers, job_id=job_id, progress=False,
                                 inputs=inputs)
         status["job"] = job.id
-        results = compare_job(job, folder, allow_new=allow_new, report=new,
-                              image_base=image_base and f"{image_base.rstrip('/')}/{date}/").results
+        base = image_base and f"{image_base.rstrip('/')}/{date}/"
+        results = compare_job(job, CompareOptions(folder, allow_new=allow_new, report=new, image_base=base)).results
         _swap(new, day_dir)
         status.update(status=results["verdict"], counts=results["counts"], problems=results["problems"],
                       report=f"{date}/index.html")

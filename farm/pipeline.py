@@ -22,8 +22,8 @@ from farm.compare.runs import compare_run
 from farm.files import json_bytes
 from farm.report import write_report
 
-__all__ = ["LISTING", "MARKS", "UPDATE_MODES", "Compared", "GoldensUpdate", "all_new", "compare_job", "marks",
-           "update_goldens", "wanted"]
+__all__ = ["LISTING", "MARKS", "UPDATE_MODES", "CompareOptions", "Compared", "GoldensUpdate", "all_new",
+           "compare_job", "marks", "update_goldens", "wanted"]
 
 UPDATE_MODES = {"new": {"new"}, "failed": {"fail"}, "all": None}  # --update-goldens=MODE -> statuses approved
 MARKS = ("missing", "blank")  # what a frame shows that is not the model as meant (a compared trace's fields)
@@ -140,14 +140,30 @@ def first_run(job) -> dict | None:
     return {"traces": traces}
 
 
-def compare_job(job, goldens: str | Path | None = None, *, allow_new: bool = False, update: str | None = None,
-                allow_blank: bool = False, allow_missing: bool = False, report: str | Path | None = None,
-                image_base: str | None = None, report_url: str | None = None,
+@dataclass(frozen=True)
+class CompareOptions:
+    """What a caller asks of `compare_job`: the goldens folder (None: the one found for the job's
+    manifest), new traces allowed to pass, an --update-goldens mode (`UPDATE_MODES`) and what it may
+    approve as drawn, the report folder (None: no report) and its links (farm.report.write_report)."""
+
+    goldens: str | Path | None = None
+    allow_new: bool = False
+    update: str | None = None
+    allow_blank: bool = False
+    allow_missing: bool = False
+    report: str | Path | None = None
+    image_base: str | None = None
+    report_url: str | None = None
+
+
+def compare_job(job, options: CompareOptions = CompareOptions(),
                 on_update: Callable[[GoldensUpdate, dict], None] | None = None) -> Compared:
-    """Compare a run (farm.run.jobs.JobState) with its goldens: `goldens`, else the folder found for
-    its manifest (farm.goldens.find_goldens); with `update` (an `UPDATE_MODES` key) approve those
-    traces (creating <manifest folder>/goldens when there are none), tell `on_update`, and compare
-    again; write the report folder `report` (farm.report.write_report) when given."""
+    """Compare a run (farm.run.jobs.JobState) with its goldens: `options.goldens`, else the folder
+    found for its manifest (farm.goldens.find_goldens); with `options.update` approve those traces
+    (creating <manifest folder>/goldens when there are none), tell `on_update`, and compare again;
+    write the report folder `options.report` when given."""
+    o = options
+    goldens, update, allow_new = o.goldens, o.update, o.allow_new
     manifest = job.data.get("manifest")
     created = Path(manifest or ".").parent / "goldens"  # what --update-goldens creates
     folder = G.find_goldens(manifest, goldens)
@@ -165,10 +181,10 @@ def compare_job(job, goldens: str | Path | None = None, *, allow_new: bool = Fal
     done = before = None
     if update:
         before = results
-        done = update_goldens(job, folder, update, results, allow_blank, allow_missing)
+        done = update_goldens(job, folder, update, results, o.allow_blank, o.allow_missing)
         if on_update is not None:
             on_update(done, results)
         if done.record is not None:
             results = compare_run(job, folder, allow_new=allow_new)
-    paths = write_report(results, report, image_base=image_base, report_url=report_url) if report else None
+    paths = write_report(results, o.report, image_base=o.image_base, report_url=o.report_url) if o.report else None
     return Compared(0 if results["verdict"] == "pass" else 1, folder, results, paths, done, before)

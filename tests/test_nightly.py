@@ -120,8 +120,8 @@ def test_a_night_that_fails_midway_keeps_the_last_report_and_notifies_after_the_
     manifest = tmp_path / "m.toml"
     manifest.write_text('[[models]]\npath = "x.mdx"\n')
 
-    def half_a_night(job, folder, report, **kw):
-        (Path(report) / "index.html").write_text("half written")
+    def half_a_night(job, options, **kw):
+        (Path(options.report) / "index.html").write_text("half written")
         raise OSError("disk full while writing the report")
 
     monkeypatch.setattr(nightly, "run_job", lambda *a, **kw: SimpleNamespace(id="nightly-1"))

@@ -18,7 +18,7 @@ from farm import goldens as G
 from farm.compare.metrics import Comparison, compare, metric_checks
 from farm.compare.runs import compare_run
 from farm.compare.status import VERDICT_WORDS
-from farm.pipeline import compare_job
+from farm.pipeline import CompareOptions, compare_job
 from farm.plan.thresholds import Thresholds
 from farm.report import write_report
 from farm.report.model import metric_rows
@@ -143,7 +143,8 @@ def test_compare_job_updates_compares_again_and_reports(tmp_path, monkeypatch):
     nothing = compare_job(job)  # no goldens: nothing compared, what each frame shows for the bootstrap
     assert nothing.status is None and nothing.results is None and nothing.first["counts"]["new"] == 2
     heard = []
-    done = compare_job(job, update="new", report=tmp_path / "rep", on_update=lambda up, r: heard.append(up))
+    done = compare_job(job, CompareOptions(update="new", report=tmp_path / "rep"),
+                       on_update=lambda up, r: heard.append(up))
     assert done.folder == tmp_path / "out" / "goldens" and heard == [done.update]
     assert done.before["counts"]["new"] == 2 and done.update.keys == [A, B] and len(done.update.record["changes"]) == 2
     assert (done.status, done.results["verdict"], done.results["counts"]["pass"]) == (0, "pass", 2)

@@ -17,6 +17,7 @@ import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TextIO
 
 from farm.pipeline import MARKS, GoldensUpdate, marks, wanted
 from farm.report.model import MARK_FLAGS, shell_path
@@ -81,12 +82,14 @@ def grouped_line(traces: Mapping[str, list[str]], results: Mapping) -> str:
     return f"{len(traces)} trace(s): " + ", ".join(parts)
 
 
-def say_update(job, done: GoldensUpdate, results: Mapping) -> None:
+def say_update(job, done: GoldensUpdate, results: Mapping, out: TextIO | None = None) -> None:
     """What an --update-goldens did (farm.pipeline.update_goldens, from the comparison `results`):
-    one line for the approval, one grouped line per outcome (approved as marked, not approved)."""
+    one line for the approval, one grouped line per outcome (approved as marked, not approved), on
+    `out` (stdout unless given); what was not approved on stderr."""
+    out = out or sys.stdout
     mode, folder = done.mode, done.folder
     if not done.keys:
-        print(f"--update-goldens={mode}: nothing to approve")
+        print(f"--update-goldens={mode}: nothing to approve", file=out)
         return
     for s in done.skipped:  # other reasons (an image gone from the store): rare, each its own sentence
         print(f"skipped: {s}", file=sys.stderr)
@@ -94,11 +97,11 @@ def say_update(job, done: GoldensUpdate, results: Mapping) -> None:
     rec = done.record
     if rec is not None:
         print(f"--update-goldens={mode}: {len(rec['changes'])} trace(s) approved in {folder} (decision"
-              f" #{rec['id']}; undo with: farm approve --undo {rec['id']} --goldens {g})")
+              f" #{rec['id']}; undo with: farm approve --undo {rec['id']} --goldens {g})", file=out)
     if done.approved:
         print(f"--update-goldens={mode}: approved as drawn and marked in the goldens:"
               f" {grouped_line(done.approved, results)}; full list: {done.listing} and farm goldens --json"
-              f" --goldens {g}")
+              f" --goldens {g}", file=out)
     if done.held:
         flags = [FLAGS[m] for m in FLAGS if done.allowed[m] or any(m in ms for ms in done.held.values())]
         again = _command(job, folder, mode, flags)

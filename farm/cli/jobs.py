@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import json
 import sys
 from pathlib import Path
+from typing import TextIO
 
 from farm.cli.bootstrap import bootstrap_command, bootstrap_hint, say_update
 from farm.cli.common import (
@@ -26,7 +26,7 @@ from farm.environment import broker_url, default_reports
 from farm.files import file_digest
 from farm.goldens import GoldenError
 from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
-from farm.pipeline import UPDATE_MODES, all_new, compare_job
+from farm.pipeline import UPDATE_MODES, CompareOptions, all_new, compare_job
 from farm.plan.causes import CAUSE_HINTS, UNLOADABLE
 from farm.report.model import shell_path
 from farm.repository import store_ignore_hint
@@ -49,41 +49,38 @@ EXAMPLES = {
 }
 
 
-def compare_step(job, explicit_goldens: str | None, *, allow_new: bool = False, report: str | None = None,
-                 update: str | None = None, allow_blank: bool = False,
-                 allow_missing: bool = False, image_base: str | None = None,
-                 report_url: str | None = None) -> tuple[int | None, dict | None, object]:
+def compare_step(job, options: CompareOptions, out: TextIO | None = None) -> tuple[int | None, dict | None, object]:
     """The comparison step of `farm run` (farm.pipeline.compare_job, saying what it did): (exit status
     or None when the run has no goldens and none were asked for, the results, the report's index.html).
-    Messages go to stdout, errors to stderr.
+    Messages go to `out` (stdout unless given: --json keeps stdout for its one object), errors to
+    stderr.
 
-    `update` (--update-goldens=new|failed|all) approves those traces after the comparison (a new
-    goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
+    `options.update` (--update-goldens=new|failed|all) approves those traces after the comparison (a
+    new goldens folder, <manifest folder>/goldens, is created when there is none) and compares again."""
+    out = out or sys.stdout
     try:
-        done = compare_job(job, explicit_goldens, allow_new=allow_new, update=update, allow_blank=allow_blank,
-                           allow_missing=allow_missing, report=report, image_base=image_base,
-                           report_url=report_url, on_update=lambda up, results: say_update(job, up, results))
+        done = compare_job(job, options, on_update=lambda up, results: say_update(job, up, results, out))
     except (UsageError, GoldenError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2, None, None
     if done.status is None:  # what each frame shows (placeholders, blank) names the bootstrap's flags
         print(f"no goldens next to {job.data.get('manifest')}: frames rendered, not compared. To make these"
               f" frames the goldens after looking at them: {bootstrap_command(job, None, done.first)}"
-              f"{bootstrap_hint(done.first)}")
+              f"{bootstrap_hint(done.first)}", file=out)
         return None, None, None
-    if not update and done.all_new:
+    if not options.update and done.all_new:
         print(f"first run against {done.folder}: every trace that rendered is new. After a look at the frames,"
               f" approve them"
-              f" with: {bootstrap_command(job, done.folder, done.results)}{bootstrap_hint(done.results)}")
-    reports_note(done.reports, image_base)
+              f" with: {bootstrap_command(job, done.folder, done.results)}{bootstrap_hint(done.results)}", file=out)
+    reports_note(done.reports, options.image_base)
     return done.status, done.results, done.html
 
 
-def compare_after_run(job, explicit_goldens: str | None, **kw) -> int | None:
+def compare_after_run(job, options: CompareOptions) -> int | None:
     """`compare_step`, printing the summary (farm run)."""
-    code, results, html = compare_step(job, explicit_goldens, **kw)
+    code, results, html = compare_step(job, options)
     if results is not None:  # a first run printed its bootstrap command: the one command to approve with
-        print_results(results, report=html, approve=bool(kw.get("update")) or not all_new(results))
+        print_results(results, report=html, approve=bool(options.update) or not all_new(results))
     return code
 
 
@@ -124,8 +121,7 @@ def cmd_run(args) -> int:
         out = {"run": _job_json(job), "comparison": None}
         compared = None
         if not args.no_compare:
-            with contextlib.redirect_stdout(sys.stderr):
-                compared, results, html = compare_step(job, args.goldens, **_compare_options(args))
+            compared, results, html = compare_step(job, compare_options(args), out=sys.stderr)
             if results is not None:
                 out["comparison"] = results_json(results, html)
         print(json.dumps(out, indent=2, sort_keys=True))
@@ -133,15 +129,15 @@ def cmd_run(args) -> int:
     rendered = _finish_job(job, "run")
     if args.no_compare:
         return rendered
-    compared = compare_after_run(job, args.goldens, **_compare_options(args))
+    compared = compare_after_run(job, compare_options(args))
     return max(rendered, compared or 0)
 
 
-def _compare_options(args) -> dict:
+def compare_options(args) -> CompareOptions:
     """What `farm run` asks of its comparison step (compare_step), with --json or without."""
-    return {"allow_new": args.allow_new, "report": args.report, "update": args.update_goldens,
-            "allow_blank": args.allow_blank, "allow_missing": args.allow_missing, "image_base": args.image_base,
-            "report_url": args.report_url}
+    return CompareOptions(args.goldens, allow_new=args.allow_new, update=args.update_goldens,
+                          allow_blank=args.allow_blank, allow_missing=args.allow_missing, report=args.report,
+                          image_base=args.image_base, report_url=args.report_url)
 
 
 def cmd_status(args) -> int:

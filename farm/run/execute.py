@@ -296,71 +296,90 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     environment, farm.run.budget) bounds each frame's wall time; a frame over a budget fails alone.
     """
     kind = batch_kind(batch.kind)
-    attempt = kind.begin(store, job_id, batch)
+    delivery = _Delivery(batch, kind, store, job_id, kind.begin(store, job_id, batch), on_frame)
     try:
-        return _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, abort, max_deliveries,
-                        budgets or Budgets.from_env())
+        return delivery.run(renderer_factory, abort, max_deliveries, budgets or Budgets.from_env())
     finally:  # however it ends (a result, a retry, a soft time limit): this delivery did not die
         kind.end(store, job_id, batch)
 
 
-def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, abort, max_deliveries,
-             budgets) -> BatchResult:
-    total = len(batch.keys)
-    frames: list[FrameResult] = []
+@dataclass
+class _Delivery:
+    """One delivery of a batch: the frames it has so far, recorded as they come and when it ends."""
+
+    batch: Batch
+    kind: BatchKind
+    store: object
+    job_id: str
+    attempt: int
+    on_frame: Callable[[int, int, int], None] | None
+    frames: list[FrameResult] = field(default_factory=list)
     work: Work | None = None
 
-    def finish(error: str | None = None) -> BatchResult:
-        if error is not None:  # every frame not done yet fails with this reason
+    def finish(self, error: str | None = None) -> BatchResult:
+        """The batch's result, recorded; with `error`, every frame not done yet fails with it."""
+        batch, kind, frames = self.batch, self.kind, self.frames
+        if error is not None:
             done = {f.key for f in frames}
-            pairs = work.frames if work is not None else list(zip(batch.keys, batch.times, strict=True))
-            frames.extend(kind.failed(k, t, error, work) for k, t in pairs if k not in done)
-        result = kind.record(store, job_id, BatchResult(batch.id, frames, attempt)) \
-            or BatchResult(batch.id, frames, attempt)
-        if on_frame:
-            on_frame(len(result.frames), len(result.frames), result.failed)
+            pairs = self.work.frames if self.work is not None else list(zip(batch.keys, batch.times, strict=True))
+            frames.extend(kind.failed(k, t, error, self.work) for k, t in pairs if k not in done)
+        result = kind.record(self.store, self.job_id, BatchResult(batch.id, frames, self.attempt)) \
+            or BatchResult(batch.id, frames, self.attempt)
+        if self.on_frame:
+            self.on_frame(len(result.frames), len(result.frames), result.failed)
         return result
 
-    def progress(failed: int, new: FrameResult | None = None) -> None:
-        if new is not None and new.status == "done" and len(frames) < total:  # its image is stored: record it
-            kind.record(store, job_id, BatchResult(batch.id, [new], attempt))  # merged in with the others
-        if on_frame:
-            on_frame(len(frames), total, failed)
+    def progress(self, failed: int, new: FrameResult | None = None) -> None:
+        """After a frame: a done frame's image is stored, so it is recorded at once (merged in with
+        the others: a hard kill after this never reports it failed)."""
+        if new is not None and new.status == "done" and len(self.frames) < len(self.batch.keys):
+            self.kind.record(self.store, self.job_id, BatchResult(self.batch.id, [new], self.attempt))
+        if self.on_frame:
+            self.on_frame(len(self.frames), len(self.batch.keys), failed)
 
-    deaths = kind.deaths(store, job_id, batch) if attempt > 1 else 0
-    if deaths >= max_deliveries:
-        return finish(kind.died_too_often(batch, deaths))
-    try:
-        model, digest = read_batch_model(batch, store)
-    except abort:
-        raise
-    except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure
-        budget = over_budget(e, budgets)
-        return finish(f"{batch.model_rel}: {budget}" if budget else error_text(e))
-    try:
-        work = kind.plan(batch, model, digest)
-    except ValueError as e:
-        return finish(str(e))
-    before = kind.done_before(store, job_id, batch) if attempt > 1 else {}
-    renderer = acquire_renderer(renderer_factory, abort)
-    failed = 0
-    ahead = _ahead(renderer, batch, work, before)
-    try:
+    def run(self, renderer_factory, abort: tuple, max_deliveries: int, budgets: Budgets) -> BatchResult:
+        batch, kind, store, job_id = self.batch, self.kind, self.store, self.job_id
+        deaths = kind.deaths(store, job_id, batch) if self.attempt > 1 else 0
+        if deaths >= max_deliveries:
+            return self.finish(kind.died_too_often(batch, deaths))
+        try:
+            model, digest = read_batch_model(batch, store)
+        except abort:
+            raise
+        except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure
+            budget = over_budget(e, budgets)
+            return self.finish(f"{batch.model_rel}: {budget}" if budget else error_text(e))
+        try:
+            self.work = work = kind.plan(batch, model, digest)
+        except ValueError as e:
+            return self.finish(str(e))
+        before = kind.done_before(store, job_id, batch) if self.attempt > 1 else {}
+        renderer = acquire_renderer(renderer_factory, abort)
+        try:
+            return self._frames(renderer, model, digest, work, before, abort, budgets)
+        finally:
+            _forget(renderer, model)
+
+    def _frames(self, renderer, model, digest, work: Work, before: dict, abort: tuple,
+                budgets: Budgets) -> BatchResult:
+        batch, kind, frames = self.batch, self.kind, self.frames
+        failed = 0
+        ahead = _ahead(renderer, batch, work, before)
         for key, t in work.frames:
             if key in before:  # an earlier delivery rendered and recorded it
                 frames.append(before[key])
-                progress(failed)
+                self.progress(failed)
                 continue
             try:
                 started = time.perf_counter()
                 with frame_deadline(budgets.frame_seconds):
                     frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest,
                                             **ahead.get(key, {}))
-                kept = kind.keep(batch, store, model, frame, key, t, work)
+                kept = kind.keep(batch, self.store, model, frame, key, t, work)
                 kept.render_s = round(time.perf_counter() - started, 6)
                 frames.append(kept)
             except abort as e:  # the frames done so far stay done
-                return finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
+                return self.finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
             except TransientError:
                 raise
             except GLContextError as e:
@@ -371,10 +390,8 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
                 failed += 1
                 if budget:  # what it built may be half made: start the model afresh
                     _forget(renderer, model)
-            progress(failed, frames[-1])
-    finally:
-        _forget(renderer, model)
-    return finish()
+            self.progress(failed, frames[-1])
+        return self.finish()
 
 
 def _ahead(renderer, batch: Batch, work: Work, before: dict) -> dict[str, dict]:
