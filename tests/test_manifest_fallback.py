@@ -4,10 +4,12 @@ changed since the job was planned. No GL: planning reads models without renderin
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from farm.cli import main
-from farm.plan.batches import expand_manifest
+from farm.plan.batches import expand_manifest, expand_plan
 from farm.plan.manifest import ManifestError, ModelPlan, load_manifest
 from farm.run.jobs import JobState
 from farm.store import FolderStore
@@ -42,11 +44,38 @@ def test_fallback_survives_the_job_file_and_is_resolved_again(models):
     (models / "job.toml").write_text('sequences = ["spin", "first"]\n[[models]]\npath = "models/crate.mdx"\n')
     m = load_manifest(models / "job.toml")
     (plan,) = m.plans
-    assert plan.sequences == [1] and plan.sequence_fallback == ["spin", "first"]  # case-insensitive, like thumbs
+    assert plan.sequence_fallback == ["spin", "first"]
+    assert set(sequences_of(expand_plan(plan, [])).values()) == {"Spin"}  # case-insensitive, like thumbs
     again = ModelPlan.from_dict(plan.to_dict())
-    assert again.sequences == [1] and again.sequence_fallback == ["spin", "first"]
-    broken = ModelPlan.from_dict({**plan.to_dict(), "path": str(models / "missing.mdx")})
-    assert broken.sequences == ["spin"]  # unreadable: the first entry; its frames fail with the reason
+    assert again.sequence_fallback == ["spin", "first"] and sequences_of(expand_plan(again, [])) == {
+        "models/crate.mdx": "Spin"}
+    broken = expand_plan(ModelPlan.from_dict({**plan.to_dict(), "path": str(models / "missing.mdx")}), [])
+    assert set(sequences_of(broken).values()) == {"spin"}  # unreadable: the first entry; its frames fail
+    assert "does not load" in broken.unloadable["models/crate.mdx"]
+
+
+def test_planning_reads_each_model_once_and_a_model_plan_reads_none(models):
+    """A ModelPlan (made by the manifest, or from a job file on a retry) opens no model file;
+    planning opens each model once, its fallback list resolved from that one read."""
+    (models / "job.toml").write_text('sequences = ["Portrait", "Spin", "first"]\n'
+                                     '[[models]]\npaths = ["models/*.mdx"]\n')
+    opened = []
+    folder = str(models / "models")
+    sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and WATCH
+                     and str(args[0]).startswith(folder) else None)
+    WATCH.append(1)
+    try:
+        m = load_manifest(models / "job.toml")
+        ModelPlan.from_dict(m.plans[0].to_dict())
+        assert opened == []
+        plan = expand_manifest(m)
+    finally:
+        WATCH.clear()
+    assert sorted(opened) == sorted(p.path for p in m.plans) and len(m.plans) == 3
+    assert sequences_of(plan)["models/crate.mdx"] == "Spin" and sequences_of(plan)["models/effects.mdx"] == "Stand"
+
+
+WATCH: list = []  # non-empty while the audit hook above counts opens (a hook cannot be removed)
 
 
 def test_first_must_end_the_list(models):

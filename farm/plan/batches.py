@@ -29,7 +29,7 @@ from farm.environment import default_int, env_int
 from farm.files import file_digest
 from farm.plan.causes import UNLOADABLE
 from farm.plan.keys import percent_text, trace_key_for
-from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds
+from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds, resolve_fallback
 from farm.settings import RenderSettings
 from renderer.anim import find_sequence as _find_sequence
 from renderer.assets import read_source, split_source
@@ -286,17 +286,21 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
 
     unloadable: dict[str, str] = {}
     unknown: list = []
+    chain = plan.sequence_fallback  # ["Portrait", "Stand", "first"]: one sequence, picked from the model
     try:
         model, digest = read_model_and_digest(plan.path, load)
     except Exception as e:  # noqa: BLE001 - any loader failure: the model's frames fail with its sentence
         unloadable[plan.rel] = f"{plan.rel} does not load: {error_text(e)}"
-        selectors = [None] if plan.sequences == "all" else list(plan.sequences)
+        selectors = resolve_fallback(None, chain) if chain else [None] if plan.sequences == "all" \
+            else list(plan.sequences)
         for sel in selectors:
             batches.append(batch(None, sel, None if sel is None else str(sel), provisional_stamps(), True))
     else:
         n = len(model.sequences)
-        if plan.sequences == "all":
-            selected: list = list(range(n)) or [None]
+        if chain:
+            selected: list = resolve_fallback(model, chain)
+        elif plan.sequences == "all":
+            selected = list(range(n)) or [None]
         else:
             selected = list(plan.sequences)
         seen = set()
@@ -345,11 +349,12 @@ def model_digest(source: str) -> str:
 
 
 def read_model_and_digest(source: str, loader=None):
-    """(the model, the sha256 of its bytes). An archive entry is read once: its loader records the
-    digest of the bytes it decoded (`Model.location.digest`), so the entry is not decompressed twice."""
+    """(the model, the sha256 of its bytes). The file or archive entry is read once: its loader records
+    the digest of the bytes it decoded (`Model.location.digest`); only a loader that does not (a
+    stand-in) has the source read again for it."""
     model = (loader or read_model)(source)
     known = getattr(getattr(model, "location", None), "digest", None)
-    return model, (known if known and split_source(source) is not None else model_digest(source))
+    return model, known or model_digest(source)
 
 
 def read_model(path: str):

@@ -46,8 +46,9 @@ matched model does not have is one too, at the line of the
 Sequences: ``"all"``, or a list of names/indices, each rendered. A list that ends with the keyword
 ``"first"`` asks for a fallback instead, like `farm thumbnails` (Portrait, else Stand, else the
 first): one sequence per model, the first entry the model has, else its first sequence (its bind
-pose when it has none). `ModelPlan` resolves the list when it is made (reading the model's
-sequences, no GL; `sequence_fallback` keeps the list, so `farm retry` resolves it again); a model
+pose when it has none). The list is resolved when the job is planned, from the model that planning
+reads anyway (farm.plan.batches.expand_plan, `resolve_fallback`; a `ModelPlan` reads no file;
+`sequence_fallback` keeps the list, so `farm retry` resolves it again); a model
 that cannot be read keeps the first entry, and its frames fail as planned with the loader's
 sentence ("<model> does not load: ..."; nothing renders them). A list without "first" names
 sequences every matched model must have. (A sequence that is really named "first" is named by
@@ -86,7 +87,6 @@ from farm.settings import (
 )
 from renderer.anim import find_sequence
 from renderer.assets import MpqError, list_models, split_source
-from renderer.formats import load_model
 
 __all__ = [
     "Manifest",
@@ -132,13 +132,12 @@ class TraceThresholds:
 FIRST = "first"  # the last entry of a sequence fallback list: the model's first sequence
 
 
-def resolve_fallback(path: str, chain: list) -> list:
-    """The one sequence a fallback list picks for the model at `path`: [index] of the first entry
-    it has (names case-insensitively, or indices), [0] for "first", [None] (bind pose) when the
-    model has no sequences; when the model cannot be read, [the first entry] (its frames fail)."""
-    try:
-        model = load_model(path, strict=False)
-    except Exception:  # noqa: BLE001 - any loader failure: rendering reports it, frame by frame
+def resolve_fallback(model, chain: list) -> list:
+    """The one sequence a fallback list picks for `model` (loaded when the job is planned; None when
+    it cannot be read): [index] of the first entry it has (names case-insensitively, or indices), [0]
+    for "first", [None] (bind pose) when the model has no sequences; for a model that cannot be read,
+    [the first entry] (its frames fail as planned)."""
+    if model is None:
         return [0 if chain[0] == FIRST else chain[0]]
     for entry in chain:
         if entry == FIRST:
@@ -167,12 +166,10 @@ class ModelPlan:
     missing: str = "warn"  # "warn" or "fail": a frame rendered with a missing asset (farm.settings)
     sequence_fallback: list | None = None  # ["Stand", "first"]: the list `sequences` was resolved from
 
-    def __post_init__(self):
+    def __post_init__(self):  # no I/O: the fallback is resolved where the model is read (expand_plan)
         if self.sequence_fallback is None and isinstance(self.sequences, (list, tuple)) \
                 and FIRST in self.sequences:
             self.sequence_fallback = list(self.sequences)
-        if self.sequence_fallback:
-            self.sequences = resolve_fallback(self.path, self.sequence_fallback)
 
     def to_dict(self) -> dict:
         d = {
