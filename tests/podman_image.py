@@ -1,7 +1,7 @@
 """docker/Dockerfile built with podman, and commands run inside the image, for tests/test_image.py.
 
-The base: a stand-in for the official `python:3.11-slim-bookworm` (Docker Hub is not reachable from
-every machine that runs the tests, Debian's mirror is): `mmdebstrap --variant=minbase` of bookworm
+The base: a stand-in for the official `python:3.11-slim-bookworm`, made from Debian's mirror rather
+than pulled from a registry (no registry login or mirror needed): `mmdebstrap --variant=minbase` of bookworm
 with python3 and a venv at /opt/py first on PATH (Debian's own Python refuses `pip install` outside
 a venv; the official image's Python is at /usr/local). It is imported as localhost/pybase:bookworm
 and kept, with the image's layers, under build/image-cache/ (podman's storage of its own, vfs), keyed
@@ -10,14 +10,15 @@ by a hash of its recipe: a second run rebuilds nothing it does not have to.
 Inside the image: `podman run` where it works; where it does not (this sandbox: `crun: setrlimit
 RLIMIT_NPROC: Operation not permitted`), the image's mounted root under `unshare --fork --pid
 --mount` with /proc, /dev, a tmpfs /tmp and HOME, and the test's folders bound in at their own
-paths, `chroot --userspec=10001:10001 ROOT CMD` with the image's environment: the image's user,
-files and Python, the host's kernel and loopback network."""
+paths, `chroot --userspec=10001:10001 ROOT CMD` (the image's user; root where a test says why)
+with the image's environment: the image's files and Python, the host's kernel and loopback network."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -40,6 +41,7 @@ VENV_HOOK = 'chroot "$1" python3 -m venv /opt/py'
 BASE_PATH = "/opt/py/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BASE_ENV = {"PATH": BASE_PATH, "LANG": "C.UTF-8"}
 KEY_LABEL = "modelfarm.base-recipe"
+CONTEXT_LABEL = "modelfarm.build-inputs"
 
 
 def podman(*args: str, check: bool = True, timeout: float = 1800, **kw) -> subprocess.CompletedProcess:
@@ -69,7 +71,7 @@ def base_key() -> str:
 
 
 def base_image_made() -> bool:
-    """Makes localhost/pybase:bookworm (about 75 s) unless the stored one has this recipe; whether
+    """Makes localhost/pybase:bookworm (40-80 s) unless the stored one has this recipe; whether
     it made it."""
     key = base_key()
     have = podman("image", "inspect", "--format", f'{{{{index .Labels "{KEY_LABEL}"}}}}', BASE, check=False)
@@ -109,15 +111,35 @@ def _pip_setting(name: str) -> str | None:
     return None
 
 
-def build(no_cache: bool = False) -> float:
+def context_key() -> str:
+    """A hash of what the build reads: the Dockerfile, the base's recipe and every file its COPY
+    lines take from the repository (less what .dockerignore drops: caches)."""
+    dockerfile = ROOT / "docker" / "Dockerfile"
+    h = hashlib.sha256(dockerfile.read_bytes() + base_key().encode())
+    sources = " ".join(re.findall(r"^COPY (?!--from)(.+) \S+$", dockerfile.read_text(), re.M)).split()
+    for src in sorted(sources):
+        paths = [ROOT / src] if (ROOT / src).is_file() else sorted((ROOT / src).rglob("*"))
+        for f in paths:
+            if f.is_file() and "__pycache__" not in f.parts and f.suffix != ".pyc":
+                h.update(f"{f.relative_to(ROOT)}\0".encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build(no_cache: bool = False) -> float | None:
     """docker/Dockerfile built on the base as IMAGE, as docker/README says (the CA bundle as the
-    build secret `ca`, never a layer); the seconds it took."""
+    build secret `ca`, never a layer); the seconds it took, or None when IMAGE was built from these
+    very inputs already (podman's own cache still steps through every layer: about 2 minutes on
+    vfs)."""
     base_image_made()
+    key = context_key()
+    have = podman("image", "inspect", "--format", f'{{{{index .Labels "{CONTEXT_LABEL}"}}}}', IMAGE, check=False)
+    if not no_cache and have.returncode == 0 and have.stdout.strip() == key:
+        return None
     secret = [f"--secret=id=ca,src={ca}"] if (ca := ca_bundle()) else []
     start = time.monotonic()
     podman("build", "--isolation", "chroot", "--format", "docker", "--build-arg", f"PYTHON_IMAGE={BASE}", *secret,
-           *(["--no-cache"] if no_cache else []), "--layers", "-t", IMAGE, "-f", "docker/Dockerfile", ".",
-           cwd=ROOT, timeout=3600)
+           *(["--no-cache"] if no_cache else []), "--layers", "--label", f"{CONTEXT_LABEL}={key}", "-t", IMAGE,
+           "-f", "docker/Dockerfile", ".", cwd=ROOT, timeout=3600)
     return time.monotonic() - start
 
 

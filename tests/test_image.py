@@ -32,8 +32,9 @@ HOST_ENV = {"EGL_PLATFORM": "surfaceless", "PYOPENGL_PLATFORM": "egl", "PATH": "
 
 @pytest.fixture(scope="module")
 def image():
-    """The image, built (layers cached under build/image-cache/); MODELFARM_IMAGE_NO_CACHE=1 builds
-    it cold. Yields (the image's environment, how to run a command in it)."""
+    """The image, built (layers cached under build/image-cache/; not at all when it was built from the
+    same inputs); MODELFARM_IMAGE_NO_CACHE=1 builds it cold. Yields (the figures, how to run a
+    command in it)."""
     if reason := pi.why_not():
         pytest.skip(reason)
     if REDIS_SERVER is None:
@@ -44,7 +45,8 @@ def image():
     base_s = time.monotonic() - start
     cold = base_made or os.environ.get("MODELFARM_IMAGE_NO_CACHE") == "1"
     build_s = pi.build(no_cache=cold)
-    figures.update(size_mb=round(pi.size_mb()), last_build_s=round(build_s), last_build="cold" if cold else "cached")
+    figures.update(size_mb=round(pi.size_mb()), last_build="cold" if cold else "cached" if build_s else "skipped",
+                   last_build_s=round(build_s or 0))
     if cold:
         figures.update(cold_build_s=round(build_s), base_s=round(base_s), cold_at=time.strftime("%Y-%m-%d"))
     # podman run where it works; else (this sandbox) the image's mounted root under unshare + chroot.
@@ -98,6 +100,14 @@ def test_farm_demo_passes_inside_the_image(image, site):
     figures["demo_s"] = round(demo_s, 1)
     pi.FIGURES.write_text(json.dumps(figures, indent=1) + "\n")
     print(f"\nfarm demo in the image: {demo_s:.1f} s")
+
+
+def test_the_image_runs_as_farm_and_keeps_no_wheel_and_no_build_secret(image):
+    _, inside = image
+    r = inside.run(["sh", "-c", "id -un; ls /wheels /run/secrets/ca 2>&1; python -m farm.version"])
+    lines = r.stdout.splitlines()
+    assert lines[0] == "farm" and lines[-1].startswith("farm 0."), r.stdout + r.stderr
+    assert all("No such file" in ln for ln in lines[1:-1]) and len(lines) == 4, r.stdout  # both absent
 
 
 def _worker(inside: pi.Inside, broker: str, queue: str, binds: list[Path], env: dict, log: Path,
