@@ -173,6 +173,8 @@ def test_a_worker_in_the_image_that_sees_no_model_renders_a_host_job_into_s3(ima
     local = _farm(site, "run", str(manifest), "--out", str(site / "local"), "--job-id", "here", "--workers", "1",
                   "--no-compare", "--no-progress")
     assert local.returncode == 0, local.stdout + local.stderr
+    seen = inside.run(["ls", str(site / "models")])
+    assert seen.returncode != 0 and "No such file" in seen.stderr, seen.stdout  # the worker's root has no model
     aws = {k: v for k, v in s3.env.items() if k.startswith("AWS_")}
     queue = f"image-s3-{uuid.uuid4().hex[:8]}"
     log = site / "worker.log"
