@@ -18,9 +18,10 @@ ESSENTIAL=(libegl1 libegl-mesa0 libgl1-mesa-dri libopengl0)
 # chromium-driver: HTML report tests; fonts-dejavu-core: text in reports and thumbnails;
 # libstorm9: StormLib, reading MPQ archives (maps, game data; renderer/assets/mpq.py); smpq:
 # building MPQ archives in the asset tests; xvfb: an X server for `farm view`'s window test;
-# podman: what podman-compose (the test extra) runs on, to read docker/compose.yaml as compose does.
+# podman: what podman-compose (the test extra) runs on, to read docker/compose.yaml as compose does,
+# and what tests/test_image.py builds docker/Dockerfile with; mmdebstrap: that test's base image.
 OPTIONAL=(libgles2 libosmesa6 libglfw3 libgl1 redis-server redis-tools chromium chromium-driver
-  fonts-dejavu-core libstorm9 smpq xvfb podman)
+  fonts-dejavu-core libstorm9 smpq xvfb podman mmdebstrap)
 
 check_only=0
 case "${1:-}" in
