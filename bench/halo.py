@@ -4,7 +4,7 @@
 
 For every corpus `.model` / `.gbxmodel` (or the paths given) it times, as the median of N runs:
 
-- load:   `load_halo_model(path)`: read, parse every block, build the neutral model for the default
+- load:   `load_model(path)`: read, parse every block, build the neutral model for the default
           LOD/permutations, follow shader references and check the base map bitmap tags' headers.
 - parse:  `read_halo_model(bytes, tag_root=None)`: the same without touching any other file.
 - floor:  read the file's bytes and copy them into a numpy array (what no loader can beat).
@@ -28,7 +28,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from renderer.formats.halo import load_halo_model, read_halo_model, read_model_tag  # noqa: E402
+from renderer.formats import load_model  # noqa: E402
+from renderer.formats.halo import read_halo_model, read_model_tag  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 VERTEX = struct.Struct(">14f2h2f")
@@ -84,11 +85,11 @@ def main(argv=None) -> int:
     print(f"{'file':44s} {'KB':>8s} {'load ms':>8s} {'parse ms':>8s} {'floor ms':>8s} {'naive ms':>9s} "
           f"{'load/floor':>10s} {'naive/parse':>11s}")
     for p in paths:  # warm the file cache, imports and the loader's code paths
-        load_halo_model(p)
+        load_model(p)
         floor(p)
     for p in paths:
         data = p.read_bytes()
-        t_load = timed(lambda p=p: load_halo_model(p), args.repeat)
+        t_load = timed(lambda p=p: load_model(p), args.repeat)
         t_parse = timed(lambda d=data, p=p: read_halo_model(d, str(p), tag_root=None), args.repeat)
         t_floor = timed(lambda p=p: floor(p), args.repeat)
         t_naive = timed(lambda p=p: naive(p), max(1, args.repeat // 2))

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.model import (
     Bone,
     Extent,
@@ -104,4 +105,4 @@ def fx_model(tmp: Path, name: str, *, pre2s=(), ribbons=(), prems=(), helpers=()
 
 
 def load(path: Path) -> Model:
-    return load_mdx(path)
+    return load_model(path)

@@ -12,7 +12,8 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from renderer.formats.mdx import load_mdx, save_mdx  # noqa: E402
+from renderer.formats import load_model  # noqa: E402
+from renderer.formats.mdx import save_mdx  # noqa: E402
 from renderer.model import Bone, Layer, Material, Model, Sequence, Texture  # noqa: E402
 from renderer.samples.build import extent_of, geoset  # noqa: E402
 
@@ -65,7 +66,7 @@ def solid(rgba, size=4) -> np.ndarray:
 def render(path: Path, size=64, camera=FRONT_CAMERA, background="#4080c0", **kw):
     from renderer.frame import FrameSpec
 
-    model = load_mdx(path)
+    model = load_model(path)
     return renderer().render(model, FrameSpec(width=size, height=size, camera=camera, background=background, **kw))
 
 

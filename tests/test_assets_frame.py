@@ -7,7 +7,7 @@ import pytest
 from mpq_build import build, have_tools
 from render_util import FRONT_CAMERA, layer, quad, renderer, solid, write_model
 
-from renderer.formats.mdx import load_mdx
+from renderer.formats import load_model
 from renderer.frame import FrameSpec, Renderer
 from renderer.texture_set import TextureSettings
 
@@ -39,7 +39,7 @@ def spec(**kw):
 
 def test_stop_root_and_the_record(gl, job):
     root, path = job
-    model = load_mdx(path)
+    model = load_model(path)
     alone = gl.render(model, spec())
     assert [e["asked"] for e in alone.missing_assets] == ["Skin.tga"]
     assert alone.missing_assets[0]["looked"] == [str(path.parent)]
@@ -64,7 +64,7 @@ def test_game_data_after_asset_roots(gl, job, tmp_path):
     write_model(data, "unused", [layer(0)], {"Skin.tga": solid(BLUE)}, [quad()])
     (data / "unused.mdx").unlink()
     game = build(data, tmp_path / "game" / "war3.mpq")
-    model = load_mdx(path)
+    model = load_model(path)
     frame = gl.render(model, spec(game=(str(game),)))
     assert frame.assets[0]["found"] == f"{game}:Skin.tga"
     r, _, b, _ = (int(c) for c in centre(frame))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, ROOT
 
-from renderer.formats.mdx import load_mdx
+from renderer.formats import load_model
 from renderer.samples import write_samples
 
 
@@ -68,7 +68,7 @@ def test_convert_mdx_to_mdl_and_back_gives_an_equal_model(samples, tmp_path):
     assert farm("convert", str(src), str(mdl)).returncode == 0
     assert mdl.read_text().lstrip().startswith(("//", "Version"))
     assert farm("convert", str(mdl), str(back)).returncode == 0
-    assert load_mdx(back) == load_mdx(src)
+    assert load_model(back) == load_model(src)
 
 
 def test_convert_keeps_a_model_with_broken_indices(tmp_path):

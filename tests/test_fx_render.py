@@ -167,10 +167,10 @@ def test_instance_seed_is_in_the_trace_and_changes_the_particles(samples):
 
 SCRIPT = """
 import hashlib, sys
-from renderer.formats.mdx import load_mdx
+from renderer.formats import load_model
 from renderer.frame import FrameSpec, Renderer
 r = Renderer()
-m = load_mdx(sys.argv[1])
+m = load_model(sys.argv[1])
 f = r.render(m, FrameSpec(time_ms=1234, width=48, height=48, instance_seed=3))
 print(hashlib.sha256(f.rgba.tobytes()).hexdigest())
 """

@@ -114,11 +114,11 @@ def test_an_error_in_unchecked_calls_is_found_once_per_frame_and_named():
 
 
 def test_a_gl_error_in_the_layer_loop_fails_the_frame_and_the_next_frame_is_fine(tmp_path):
-    from renderer.formats.mdx import load_mdx
+    from renderer.formats import load_model
     from renderer.frame import FrameSpec
 
     path = write_model(tmp_path, "one", [layer(0)], {"a.tga": solid((200, 40, 40, 255))}, [quad()])
-    model = load_mdx(path)
+    model = load_model(path)
     spec = FrameSpec(width=64, height=64, camera=FRONT_CAMERA, background="#4080c0")
     r = renderer()
     good = r.render(model, spec)
@@ -136,14 +136,14 @@ def test_a_gl_error_in_the_layer_loop_fails_the_frame_and_the_next_frame_is_fine
 _FRAMES = """
 import hashlib, json, sys
 from pathlib import Path
-from renderer.formats.mdx import load_mdx
+from renderer.formats import load_model
 from renderer.frame import FrameSpec, Renderer
 from renderer.gl.calls import fast
 from OpenGL.error import GLError
 r = Renderer()
 out = {}
 for path in sorted(Path(sys.argv[1]).glob("*.mdx")):
-    model = load_mdx(path)
+    model = load_model(path)
     for t in (0, 250, 900):
         f = r.render(model, FrameSpec(width=96, height=96, sequence=0, time_ms=t))
         out[f"{path.name}@{t}"] = hashlib.sha256(f.rgba.tobytes()).hexdigest()

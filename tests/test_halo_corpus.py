@@ -11,11 +11,8 @@ from conftest import CORPUS, corpus_files
 
 from renderer.assets.search import AssetSearch
 from renderer.errors import FormatError
-from renderer.formats.halo import (
-    format_halo_info,
-    load_halo_model,
-    read_model_tag,
-)
+from renderer.formats import load_model
+from renderer.formats.halo import format_halo_info, read_model_tag
 from renderer.formats.halo import geometry as G
 from renderer.model import Model
 
@@ -86,7 +83,7 @@ def test_corpus_tag_loads_with_its_facts(fact):
     data = p.read_bytes()
     tag = read_model_tag(data, str(p))
     assert tag.end == len(data)  # every block read, to exactly the end of the file
-    m = load_halo_model(p)
+    m = load_model(p)
     assert isinstance(m, Model) and m.format == "halo" and m.name == p.stem
     assert m.version == (4 if cls == "mode" else 5)
     info = m.info
@@ -118,8 +115,8 @@ def test_corpus_tag_loads_with_its_facts(fact):
 
 
 def test_header_checksums():
-    assert load_halo_model(path_of(CYBORG)).info["checksum_ok"] is True
-    palm = load_halo_model(path_of(PALM))  # zeroed header: no checksum stored, not a mismatch
+    assert load_model(path_of(CYBORG)).info["checksum_ok"] is True
+    palm = load_model(path_of(PALM))  # zeroed header: no checksum stored, not a mismatch
     assert palm.info["checksum_ok"] is None
     assert not any("checksum" in d.message for d in palm.diagnostics)
 
@@ -129,11 +126,11 @@ def test_checksum_mismatch_is_a_diagnostic(tmp_path):
     data[0x28] ^= 0xFF
     bad = tmp_path / "cyborg.gbxmodel"
     bad.write_bytes(bytes(data))
-    m = load_halo_model(bad)
+    m = load_model(bad)
     assert m.info["checksum_ok"] is False
     assert any(d.where == "tag header" and d.offset == 0x28 and "checksum" in d.message for d in m.diagnostics)
     with pytest.raises(FormatError, match="strict"):
-        load_halo_model(bad, strict=True)
+        load_model(bad, strict=True)
 
 
 def _tag_parts():
@@ -201,7 +198,7 @@ def test_default_pose_puts_vertices_near_their_nodes():
 
     Under the conjugate convention biped vertices lie much nearer their own node than under the
     textbook one (halo-tags.md §4.1)."""
-    m = load_halo_model(path_of(CYBORG))
+    m = load_model(path_of(CYBORG))
     t = np.array([n["translation"] for n in m.info["nodes"]])
     q = np.array([n["rotation"] for n in m.info["nodes"]])
     parents = [n["parent"] for n in m.info["nodes"]]
@@ -223,7 +220,7 @@ def test_local_nodes_map_to_global_nodes():
     compared = 0
     for r, n_nodes in ((CYBORG_FP, 37), (PLASMA_FP, 41)):
         p = path_of(r)
-        m = load_halo_model(p)
+        m = load_model(p)
         tag = read_model_tag(p.read_bytes(), str(p))
         assert "parts have local nodes" in m.info["flags"]
         sel = m.info["selected"][0]
@@ -238,7 +235,7 @@ def test_local_nodes_map_to_global_nodes():
                 assert np.array_equal(gs.bone_indices[:, :2], expect)
                 compared += len(part.compressed)
     assert compared > 1000
-    fp = load_halo_model(path_of(CYBORG_FP))
+    fp = load_model(path_of(CYBORG_FP))
     used = set()
     for gs in fp.geosets:
         used.update(np.unique(gs.bone_indices[gs.bone_weights > 0]).tolist())
@@ -247,46 +244,46 @@ def test_local_nodes_map_to_global_nodes():
 
 def test_lods_regions_and_permutations():
     p = path_of(CYBORG)
-    sizes = [len(load_halo_model(p, lod=lod).geosets) for lod in ("super_high", "high", "medium", "low", "super_low")]
+    sizes = [len(load_model(p, lod=lod).geosets) for lod in ("super_high", "high", "medium", "low", "super_low")]
     assert sizes == [4, 4, 4, 4, 1]
-    verts = [sum(len(g.vertices) for g in load_halo_model(p, lod=i).geosets) for i in range(5)]
+    verts = [sum(len(g.vertices) for g in load_model(p, lod=i).geosets) for i in range(5)]
     assert verts == sorted(verts, reverse=True) and verts[0] == 2256
-    low = load_halo_model(p, lod="super low")
+    low = load_model(p, lod="super low")
     assert low.info["selected"][0]["geometry"] == 4 and low.geosets[0].lod_name == "super_low"
 
     marine = path_of(MARINE)
-    m = load_halo_model(marine)
+    m = load_model(marine)
     assert [r["chosen"] for r in m.info["regions"]] == [0, 0, 0, 0]
     assert len(m.info["selected"]) == 4
-    m2 = load_halo_model(marine, permutation={"head": "head_fred-12"})
+    m2 = load_model(marine, permutation={"head": "head_fred-12"})
     head = m2.info["regions"][1]
     assert head["chosen"] == 3 and head["chosen_by"] == "requested"
     assert m2.info["selected"][1]["geometry"] == 40
-    m3 = load_halo_model(marine, regions=["head", 3])
+    m3 = load_model(marine, regions=["head", 3])
     assert [r["selected"] for r in m3.info["regions"]] == [False, True, False, True]
     assert {g.selection_group for g in m3.geosets} == {1, 3}
-    m4 = load_halo_model(marine, permutation=1)  # index 1 where a region has it, 0 elsewhere
+    m4 = load_model(marine, permutation=1)  # index 1 where a region has it, 0 elsewhere
     assert [r["chosen"] for r in m4.info["regions"]] == [1, 1, 0, 0]
     with pytest.raises(ValueError, match="no region"):
-        load_halo_model(marine, regions=["tail"])
+        load_model(marine, regions=["tail"])
     with pytest.raises(ValueError, match="permutation"):
-        load_halo_model(marine, permutation="nobody")
+        load_model(marine, permutation="nobody")
 
     # A permutation with a different super-high geometry than its other LODs.
     d = path_of(DEBRIS)
-    wall = load_halo_model(d, permutation="fore wall")
+    wall = load_model(d, permutation="fore wall")
     assert wall.info["selected"][0]["geometry"] == 1
-    assert load_halo_model(d, permutation="fore wall", lod="high").info["selected"][0]["geometry"] == 0
+    assert load_model(d, permutation="fore wall", lod="high").info["selected"][0]["geometry"] == 0
 
 
 def test_banshee_damaged_permutation():
     p = path_of(f"{MONACO}/vehicles/banshee/banshee.gbxmodel")
-    base = load_halo_model(p)
-    damaged = load_halo_model(p, permutation="~damaged")
+    base = load_model(p)
+    damaged = load_model(p, permutation="~damaged")
     # LODs super high..super low: __base (0, 1, 2, 3, 3), ~damaged (4, 5, 6, 7, 3).
     assert base.info["selected"][0]["geometry"] == 0 and damaged.info["selected"][0]["geometry"] == 4
-    assert load_halo_model(p, permutation="~damaged", lod="high").info["selected"][0]["geometry"] == 5
-    assert load_halo_model(p, permutation=1, lod="super_low").info["selected"][0]["geometry"] == 3
+    assert load_model(p, permutation="~damaged", lod="high").info["selected"][0]["geometry"] == 5
+    assert load_model(p, permutation=1, lod="super_low").info["selected"][0]["geometry"] == 3
 
 
 def bitmap_image(model, index):
@@ -298,7 +295,7 @@ def bitmap_image(model, index):
 # -- shaders, bitmaps, textures ----------------------------------------------------------------------
 
 def test_cyborg_shaders_and_base_map():
-    m = load_halo_model(path_of(CYBORG))
+    m = load_model(path_of(CYBORG))
     shaders = m.info["shaders"]
     assert [s["resolved"] for s in shaders] == [True] * 4
     assert [s["class"] for s in shaders] == ["schi", "schi", "soso", "soso"]
@@ -315,7 +312,7 @@ def test_cyborg_shaders_and_base_map():
 
 
 def test_tree_shaders_two_sided_alpha_tested_leaves():
-    m = load_halo_model(path_of(TREE))
+    m = load_model(path_of(TREE))
     assert not m.diagnostics
     by_shader = {s["path"].rsplit("\\", 1)[-1]: s for s in m.info["shaders"]}
     leaves = m.materials[by_shader["tree_leafy_leaves"]["material"]].layers[0]
@@ -331,7 +328,7 @@ def test_tree_shaders_two_sided_alpha_tested_leaves():
 
 
 def test_missing_shaders_get_flat_colours_and_diagnostics():
-    m = load_halo_model(path_of(MARINE))
+    m = load_model(path_of(MARINE))
     assert not any(s["resolved"] for s in m.info["shaders"])
     missing = [d for d in m.diagnostics if "not found under the tag root" in d.message]
     assert len(missing) == 21
@@ -340,7 +337,7 @@ def test_missing_shaders_get_flat_colours_and_diagnostics():
     assert all(t.path == "" and t.replaceable_id == 0 for t in m.textures)
     img = bitmap_image(m, 0)
     assert img.shape == (1, 1, 4) and tuple(img[0, 0]) == tuple(m.info["textures"][0]["flat_color"])
-    again = load_halo_model(path_of(MARINE))
+    again = load_model(path_of(MARINE))
     assert again.info["textures"] == m.info["textures"]  # deterministic
 
 
@@ -351,11 +348,11 @@ def test_copied_tree_uses_tag_root_option(tmp_path):
     dst = root / "Scenery" / "TREES" / "tree_leafy"
     shutil.copytree(src, dst)
     (dst / "bitmaps" / "tree_leafy_trunk.bitmap").unlink()
-    m = load_halo_model(dst / "tree_leafy.gbxmodel", tag_root=root)
+    m = load_model(dst / "tree_leafy.gbxmodel", tag_root=root)
     assert all(s["resolved"] for s in m.info["shaders"])
     assert sum(1 for t in m.info["textures"] if t["file"]) == 1
     assert any("tree_leafy_trunk.bitmap" in d.message and "not found" in d.message for d in m.diagnostics)
-    no_root = load_halo_model(dst / "tree_leafy.gbxmodel")  # no folder named "tags" above it
+    no_root = load_model(dst / "tree_leafy.gbxmodel")  # no folder named "tags" above it
     assert not any(s["resolved"] for s in no_root.info["shaders"])
 
 
@@ -366,13 +363,13 @@ def test_corrupt_bitmap_falls_back_to_flat_colour(tmp_path):
     root = tmp_path / "tags"
     dst = root / "scenery" / "trees" / "tree_leafy"
     shutil.copytree(src, dst)
-    whole = load_halo_model(dst / "tree_leafy.gbxmodel")
+    whole = load_model(dst / "tree_leafy.gbxmodel")
     tid = next(t["index"] for t in whole.info["textures"] if t["file"])
     f = whole.info["textures"][tid]["file"]
     assert bitmap_image(whole, tid).shape != (1, 1, 4)
     data = bytearray(open(f, "rb").read())
     open(f, "wb").write(bytes(data[:-40000]))  # the pixels are now cut short
-    m = load_halo_model(dst / "tree_leafy.gbxmodel")
+    m = load_model(dst / "tree_leafy.gbxmodel")
 
     def drawn_from_bitmaps(model) -> int:
         return sum(bitmap_image(model, i).shape != (1, 1, 4) for i in range(len(model.textures)))
@@ -400,13 +397,13 @@ def test_corpus_bitmaps_decode(p):
 
 def test_command_line_style_options():
     marine = path_of(MARINE)
-    m = load_halo_model(marine, regions="head, torso", permutation="2", lod="1")
+    m = load_model(marine, regions="head, torso", permutation="2", lod="1")
     assert [r["selected"] for r in m.info["regions"]] == [False, True, False, True]
     assert m.info["regions"][1]["chosen"] == 2 and m.info["lod"] == "high"
 
 
 def test_markers_are_kept_in_info():
-    m = load_halo_model(path_of(CYBORG))
+    m = load_model(path_of(CYBORG))
     markers = m.info["regions"][0]["permutations"][0]["markers"]
     assert len(markers) == 8
     assert all(0 <= mk["node"] < 19 and len(mk["rotation"]) == 4 for mk in markers)

@@ -10,7 +10,7 @@ import pytest
 from test_halo_tagbuild import bitmap_tag, header, model_tag, shader_chicago, shader_model, uncompressed
 
 from renderer.assets.search import AssetSearch
-from renderer.formats.halo import load_halo_model
+from renderer.formats import load_model
 from renderer.formats.halo.shaders import BLEND_FUNCTIONS, flat_color
 
 RED = bitmap_tag(1, 1, 11, bytes([0, 0, 255, 255]))  # one red A8R8G8B8 texel
@@ -33,7 +33,7 @@ def tree(tmp_path, files: dict[str, bytes], shaders, parts=None, **kw):
     model = root / "m" / "m.gbxmodel"
     model.parent.mkdir(parents=True, exist_ok=True)
     model.write_bytes(model_tag(shaders=shaders, geometries=[parts], **kw))
-    return load_halo_model(model)
+    return load_model(model)
 
 
 def test_shader_model_opaque_alpha_tested_two_sided(tmp_path):

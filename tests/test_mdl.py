@@ -12,8 +12,9 @@ import pytest
 from mdx_cases import REJECTED
 
 from renderer.errors import FormatError
-from renderer.formats.mdl import load_mdl, read_mdl, write_mdl
-from renderer.formats.mdx import load_mdx, read_mdx, write_mdx
+from renderer.formats import load_model
+from renderer.formats.mdl import read_mdl, write_mdl
+from renderer.formats.mdx import read_mdx, write_mdx
 from renderer.model import same
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -112,7 +113,7 @@ def test_mdx_written_from_mdl_keeps_the_bytes_when_the_chunk_order_is_canonical(
 # -- real MDL files ---------------------------------------------------------------------------
 @pytest.mark.parametrize("path", MDL_FILES, ids=[rel(p) for p in MDL_FILES])
 def test_every_corpus_mdl_file_parses(path):
-    model = load_mdl(path, check_indices=False)
+    model = load_model(path, check_indices=False)
     assert model.format == "mdl"
     # What we read, we write and read back unchanged.
     assert same(read_mdl(write_mdl(model), check_indices=False), model)
@@ -120,7 +121,7 @@ def test_every_corpus_mdl_file_parses(path):
 
 @needs_corpus
 def test_hivewe_minimal_v800():
-    m = load_mdl(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v800.mdl"))
+    m = load_model(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v800.mdl"))
     assert m.version == 800 and m.name == "minimal_v800" and m.blend_time == 150
     assert m.extent.max == (10.0, 10.0, 20.0) and m.global_sequences == [2000]
     assert m.sequences[0].interval == (0, 1000) and m.sequences[0].move_speed == 100.0
@@ -166,7 +167,7 @@ def test_hivewe_minimal_v800():
 
 @needs_corpus
 def test_hivewe_reforged_fixtures():
-    m900 = load_mdl(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v900.mdl"))
+    m900 = load_model(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v900.mdl"))
     mat = m900.materials[0]
     # HiveWE folds the six HD textures into one layer with slots; 900 stores one layer per slot.
     assert mat.shader == "Shader_HD_DefaultUnit" and len(mat.layers) == 6
@@ -175,19 +176,19 @@ def test_hivewe_reforged_fixtures():
     g = m900.geosets[0]
     assert g.tangents.shape == (3, 4) and g.skin.shape == (3, 8) and g.skin[0].tolist() == [0, 0, 0, 0, 255, 0, 0, 0]
     assert g.lod_name == "TriangleHD" and m900.bind_pose.shape == (2, 12) and m900.bind_pose[1, 11] == 5.0
-    m1000 = load_mdl(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v1000.mdl"))
+    m1000 = load_model(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v1000.mdl"))
     layer = m1000.materials[0].layers[0]
     assert layer.emissive_gain == 0.75 and layer.fresnel_opacity == pytest.approx(0.4)
     assert layer.fresnel_team_color == pytest.approx(0.2) and layer.tracks["KFC3"].values.tolist()[1] == [0, 0.5, 1]
     assert m1000.bones[0].geoset_id == 0 and m1000.bones[0].geoset_animation_id == -1
-    m1100 = load_mdl(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v1100.mdl"))
+    m1100 = load_model(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/minimal_v1100.mdl"))
     layer = m1100.materials[0].layers[0]
     assert layer.shader_type_id == 1 and [(s.texture_id, s.slot) for s in layer.textures] == [(i, i) for i in range(6)]
     assert m1100.textures[4].replaceable_id == 1 and m1100.geosets[0].skin.shape == (3, 8)
     assert m1100.geosets[0].vertex_groups.size == 0 and m1100.bind_pose.shape == (1, 12)
-    skin = load_mdl(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/skin_v900.mdl"))
+    skin = load_model(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/skin_v900.mdl"))
     assert skin.geosets[0].skin[:, 0].tolist() == [5, 1, 0] and skin.geosets[0].skin[2, 4] == 200
-    emitter = load_mdl(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/emitter2_v800.mdl"))
+    emitter = load_model(corpus("stijnherfst__HiveWE/tests/fixtures/mdl/emitter2_v800.mdl"))
     e = emitter.particle_emitters2[0]
     assert (e.rows, e.columns, e.time, e.replaceable_id, e.speed) == (0, 1, 2.0, 99, 1.0)
 
@@ -196,23 +197,23 @@ def test_hivewe_reforged_fixtures():
 def test_hivewe_matrix_skinning_fixture_names_a_missing_node():
     path = corpus("stijnherfst__HiveWE/tests/fixtures/mdl/matrix_skinning_v800.mdl")
     with pytest.raises(FormatError) as info:
-        load_mdl(path)
+        load_model(path)
     assert "Groups names node 9" in info.value.problem and "line 27" in info.value.where
-    m = load_mdl(path, check_indices=False)
+    m = load_model(path, check_indices=False)
     assert m.geosets[0].matrix_indices.tolist() == [9, 1]
     assert any("node 9" in d.message for d in m.diagnostics)
 
 
 @needs_corpus
 def test_wc3lib_bones_and_lights():
-    bones = load_mdl(corpus("tdauth__wc3lib/src/mdlx/test/mdl/bones.mdl"))
+    bones = load_model(corpus("tdauth__wc3lib/src/mdlx/test/mdl/bones.mdl"))
     assert [b.name for b in bones.bones] == ["grass213", "clouds good!"]
     rot = bones.bones[0].node_tracks["KGRT"]
     assert rot.interpolation_name == "Hermite" and rot.global_sequence_id == 7 and len(rot.keys) == 16
     assert rot.keys["in_tan"][1].tolist() == pytest.approx([0.024497, -0.008966, 0.002622, 0.999656])
     assert bones.bones[0].geoset_id == 20 and bones.bones[1].geoset_id == -1
     assert any("no Version block" in d.message for d in bones.diagnostics)
-    lights = load_mdl(corpus("tdauth__wc3lib/src/mdlx/test/mdl/lights.mdl"))
+    lights = load_model(corpus("tdauth__wc3lib/src/mdlx/test/mdl/lights.mdl"))
     assert [x.object_id for x in lights.lights] == [149, 150, 151, 152]
     assert lights.lights[1].color == pytest.approx((0.972549, 0.937255, 0.878431))
     assert lights.lights[3].parent_id == 151 and lights.lights[3].intensity == 35.0
@@ -222,14 +223,14 @@ def test_wc3lib_bones_and_lights():
 
 @needs_corpus
 def test_retera_packhorse_and_human():
-    horse = load_mdl(corpus("Retera__ReterasModelStudio/MDXLib/PackHorse.mdl"))
+    horse = load_model(corpus("Retera__ReterasModelStudio/MDXLib/PackHorse.mdl"))
     assert [len(g.vertices) for g in horse.geosets] == [200, 74, 84]
     assert [len(g.faces) for g in horse.geosets] == [483, 204, 288]
     assert len(horse.sequences) == 14 and [b.name for b in horse.bones] == ["sucky test"]
     assert horse.geosets[0].matrix_group_sizes.tolist() == [1, 2, 3, 4]
     # "3.402820018375656e+038" (exponent with three digits) is FLT_MAX.
     assert horse.geosets[0].sequence_extents[13].min[1] == pytest.approx(3.4028200e38)
-    human = load_mdl(corpus("Retera__ReterasModelStudio/HayatesCharacterEngine/mesh/characters/human.mdl"))
+    human = load_model(corpus("Retera__ReterasModelStudio/HayatesCharacterEngine/mesh/characters/human.mdl"))
     assert [len(g.vertices) for g in human.geosets] == [390, 40]
     assert (len(human.bones), len(human.helpers), len(human.attachments)) == (25, 15, 9)
     assert (len(human.event_objects), len(human.collision_shapes), len(human.pivots)) == (6, 2, 57)
@@ -239,7 +240,7 @@ def test_retera_packhorse_and_human():
 
 @needs_corpus
 def test_war3mdlx_files_and_their_quirks():
-    allm = load_mdl(corpus("zengfanfan__war3mdlx/test/all.mdl"), check_indices=False)
+    allm = load_model(corpus("zengfanfan__war3mdlx/test/all.mdl"), check_indices=False)
     assert [len(g.vertices) for g in allm.geosets] == [1, 14]
     child = allm.bones[1]
     assert child.flags == 0x100 | 0xFF  # every DontInherit, billboard and CameraAnchored word
@@ -247,11 +248,11 @@ def test_war3mdlx_files_and_their_quirks():
     tv = allm.texture_animations[0].tracks
     assert list(tv) == ["KTAT", "KTAR", "KTAS"] and tv["KTAR"].global_sequence_id == -11
     assert allm.particle_emitters[1].flags == 0x1000 | 0x8000 | 0x10000
-    cube = load_mdl(corpus("zengfanfan__war3mdlx/test/cube.mdl"))
+    cube = load_model(corpus("zengfanfan__war3mdlx/test/cube.mdl"))
     assert len(cube.textures) == 5  # the file says "Textures 4" but lists five
     assert any("Textures declares 4 entries but holds 5" in d.message for d in cube.diagnostics)
     assert cube.ribbon_emitters[0].tracks["KRTX"].values.tolist() == [11, 22]
-    ribbon = load_mdl(corpus("zengfanfan__war3mdlx/test/!RibbonEmitter.mdl"))
+    ribbon = load_model(corpus("zengfanfan__war3mdlx/test/!RibbonEmitter.mdl"))
     assert len(ribbon.bones[0].node_tracks["KGTR"].keys) == 3  # declared as 2
     assert any("declares 2 keys but holds 3" in d.message for d in ribbon.diagnostics)
     assert ribbon.textures[0].replaceable_id == 2
@@ -259,8 +260,8 @@ def test_war3mdlx_files_and_their_quirks():
 
 # -- MDL files next to their MDX: what real MDL tools write --------------------------------------
 def _pair(name: str, check: bool = True):
-    mdx = load_mdx(corpus(f"zengfanfan__war3mdlx/test/{name}.mdx"), check_indices=check)
-    mdl = load_mdl(corpus(f"zengfanfan__war3mdlx/test/{name}.mdl"), check_indices=check)
+    mdx = load_model(corpus(f"zengfanfan__war3mdlx/test/{name}.mdx"), check_indices=check)
+    mdl = load_model(corpus(f"zengfanfan__war3mdlx/test/{name}.mdl"), check_indices=check)
     return mdx, mdl
 
 
@@ -320,8 +321,8 @@ def test_pairs_cube_and_ribbon_colour_order():
 
 @needs_corpus
 def test_pair_packhorse_geometry_matches_within_the_text_precision():
-    mdx = load_mdx(corpus("Retera__ReterasModelStudio/MDXLib/PackHorse.mdx"))
-    mdl = load_mdl(corpus("Retera__ReterasModelStudio/MDXLib/PackHorse.mdl"))
+    mdx = load_model(corpus("Retera__ReterasModelStudio/MDXLib/PackHorse.mdx"))
+    mdl = load_model(corpus("Retera__ReterasModelStudio/MDXLib/PackHorse.mdl"))
     # The MDL is a later edit (one bone, re-ordered textures), but the meshes are the same.
     for a, b in zip(mdx.geosets, mdl.geosets, strict=True):
         assert np.allclose(a.vertices, b.vertices, rtol=1e-6, atol=1e-5)

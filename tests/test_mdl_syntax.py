@@ -13,7 +13,7 @@ from test_mdl import bit_diff
 from renderer import rules
 from renderer.errors import FormatError
 from renderer.formats import load_model, save_model
-from renderer.formats.mdl import load_mdl, read_mdl, save_mdl, write_mdl
+from renderer.formats.mdl import read_mdl, save_mdl, write_mdl
 from renderer.formats.mdl.text import fmt_float, fmt_floats
 from renderer.formats.mdl.tokens import tokenize
 from renderer.formats.mdx import read_mdx, write_mdx
@@ -273,7 +273,7 @@ def test_non_utf8_names_survive_mdl_files(tmp_path):
     path = tmp_path / "latin.mdl"
     save_mdl(m, path)
     assert b"Bone \xe9t\xe9" in path.read_bytes()
-    back = load_mdl(path)
+    back = load_model(path)
     assert back.bones[0].name == raw
     assert b"Bone \xe9t\xe9\0" in write_mdx(back)
 

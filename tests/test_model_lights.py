@@ -8,7 +8,8 @@ import pytest
 from conftest import corpus_path
 from render_util import FRONT_CAMERA, layer, quad, renderer, solid, write_model
 
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.frame import FrameSpec
 from renderer.gl.model_program import MAX_LIGHTS, fragment_source
 from renderer.lights import frame_lights
@@ -24,12 +25,12 @@ def lit_model(tmp_path, lights, pivots, name="lights", bones=()):
     """The +X quad of render_util with `lights` (object ids from 1) at `pivots`, saved and reloaded."""
     path = write_model(tmp_path, name, [layer(0, flags=0)], {"grey.tga": solid((GREY, GREY, GREY, 255))},
                        [quad()])
-    m = load_mdx(path)
+    m = load_model(path)
     m.bones += list(bones)
     m.lights = list(lights)
     m.pivots = np.array([(0, 0, 0), *[(0, 0, 0)] * len(bones), *pivots], "<f4")
     save_mdx(m, path)
-    return load_mdx(path)
+    return load_model(path)
 
 
 def omni(oid, **kw):

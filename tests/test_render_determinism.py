@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from render_util import renderer
 
-from renderer.formats.mdx import load_mdx
+from renderer.formats import load_model
 from renderer.frame import FrameSpec
 from renderer.png import read_png
 from renderer.samples import write_samples
@@ -43,7 +43,7 @@ def test_same_trace_in_five_fresh_processes_gives_identical_png_bytes(samples, t
 
 
 def test_batch_order_does_not_change_pixels(samples):
-    model = load_mdx(samples / "crate.mdx")
+    model = load_model(samples / "crate.mdx")
     times = [0, 400, 1200, 1999]
 
     def frames(order):
@@ -59,7 +59,7 @@ def test_batch_order_does_not_change_pixels(samples):
 
 
 def test_the_pose_changes_the_picture_the_way_the_track_says(samples):
-    model = load_mdx(samples / "crate.mdx")
+    model = load_model(samples / "crate.mdx")
     death = [renderer().render(model, FrameSpec(sequence="Death", time_ms=t, width=64, height=64,
                                                  background="#000000")).rgba for t in (0, 1000)]
     covered = [int((f[..., :3].max(axis=2) > 0).sum()) for f in death]
@@ -74,7 +74,7 @@ def test_what_a_renderer_keeps_between_frames_changes_no_frame(samples):
     from renderer.frame import Renderer
 
     kept = renderer()
-    model = load_mdx(samples / "effects.mdx")
+    model = load_model(samples / "effects.mdx")
     for camera in ("auto", "fit"):
         for t, size in ((0, 64), (250, 64), (250, 80), (900, 64)):
             spec = FrameSpec(time_ms=t, width=size, height=64, camera=camera)

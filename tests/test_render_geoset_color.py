@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from render_util import layer, quad, render, solid, write_model
 
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.model import GeosetAnimation
 from renderer.rules import GEOA_STATIC_COLOR_BGR, GEOA_TRACK_COLOR_BGR
 from renderer.samples.build import track
@@ -15,7 +16,7 @@ WHITE = solid((255, 255, 255, 255))
 
 def tinted(tmp_path, name, animation: GeosetAnimation):
     path = write_model(tmp_path, name, [layer(0, flags=0x1)], {"white.tga": WHITE}, [quad()])  # unshaded
-    m = load_mdx(path)
+    m = load_model(path)
     m.geoset_animations = [animation]
     save_mdx(m, path)
     return path

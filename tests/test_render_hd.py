@@ -8,7 +8,8 @@ import pytest
 from PIL import Image
 from render_util import FRONT_CAMERA, quad, renderer
 
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.formats.textures import team_color
 from renderer.frame import FrameSpec
 from renderer.model import Bone, Layer, Material, Model, Sequence, Texture, TextureSlot
@@ -52,7 +53,7 @@ def hd_model(tmp_path, slots: dict, version=1000, tangents=True, gain=1.0, name=
     m.extent = extent_of(g.vertices)
     path = tmp_path / f"{name}.mdx"
     save_mdx(m, path)
-    return load_mdx(path)
+    return load_model(path)
 
 
 def pixel(model) -> np.ndarray:
@@ -191,7 +192,7 @@ def test_an_1100_material_draws_every_layer_as_its_own_pass(tmp_path):
     m.textures.append(Texture(path="blue.tga"))
     m.materials[0].layers.append(Layer(filter_mode=3, texture_id=len(m.textures) - 1, shading_flags=0x1))  # Additive
     save_mdx(m, tmp_path / "passes.mdx")
-    np.testing.assert_allclose(pixel(load_mdx(tmp_path / "passes.mdx")), [0, 0, 200], atol=2.5)
+    np.testing.assert_allclose(pixel(load_model(tmp_path / "passes.mdx")), [0, 0, 200], atol=2.5)
 
 
 @pytest.mark.parametrize("version", [1000, 1100])

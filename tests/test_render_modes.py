@@ -84,9 +84,10 @@ def test_missing_texture_draws_a_checker_and_reports_it(tmp_path):
     from renderer.model import Texture
 
     path = write_model(tmp_path, "missing", [layer(0)], {"tex.tga": solid(TEX)}, [quad(half=30)])
-    from renderer.formats.mdx import load_mdx, save_mdx
+    from renderer.formats import load_model
+    from renderer.formats.mdx import save_mdx
 
-    m = load_mdx(path)
+    m = load_model(path)
     m.textures = [Texture(path="Textures\\Nowhere.blp")]
     save_mdx(m, path)
     frame = render(path)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from render_util import layer, quad, render, solid, write_model
 
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.model import Helper, Layer, Material
 
 BACK_CAMERA = "-100,0,0:0,0,0:0,0,1:40"  # behind the quads, which face +X
@@ -37,7 +38,7 @@ def test_texture_wrap_flags_choose_repeat_or_clamp(tmp_path):
     results = {}
     for flags in (0, 1):
         path = write_model(tmp_path, f"wrap{flags}", [layer(0)], {"s.tga": _stripes()}, [quad(uv_sets=[uv])])
-        m = load_mdx(path)
+        m = load_model(path)
         m.textures[0].flags = flags
         save_mdx(m, path)
         results[flags] = render(path, size=128).rgba
@@ -81,7 +82,7 @@ def test_billboarded_quad_faces_the_camera(tmp_path):
     side = "0,100,0:0,0,0:0,0,1:40"  # from +Y: the quad (facing +X) is seen edge-on
     path = write_model(tmp_path, "flat", [layer(0, flags=0x11)], {"w.tga": solid((255, 255, 255, 255))}, [quad()])
     flat = int((render(path, camera=side).rgba[..., 0] == 255).sum())
-    m = load_mdx(path)
+    m = load_model(path)
     m.helpers = [Helper(name="Face", object_id=1, flags=0x8)]  # Billboarded
     m.pivots = np.zeros((2, 3), "<f4")
     m.geosets[0].matrix_indices = np.array([1], "<u4")

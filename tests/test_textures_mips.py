@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from render_util import layer, quad, renderer, write_model
 
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.formats.textures import decode_texture, decode_texture_chain, mips
 from renderer.frame import FrameSpec
 from renderer.rules import RENDER_RULE, TEXTURE_MIPMAPS
@@ -102,10 +103,10 @@ def minified(tmp_path, name: str, data: bytes, ext: str = "blp") -> list[int]:
     path = write_model(tmp_path, name, [layer(0, flags=0x1)], {"dummy.tga": np.zeros((1, 1, 4), np.uint8)},
                        [quad(half=20.0)])
     (tmp_path / f"{name}.{ext}").write_bytes(data)
-    m = load_mdx(path)
+    m = load_model(path)
     m.textures[0].path = f"{name}.{ext}"
     save_mdx(m, path)
-    f = renderer().render(load_mdx(path), FrameSpec(width=64, height=64, camera="2000,0,0:0,0,0:0,0,1:40",
+    f = renderer().render(load_model(path), FrameSpec(width=64, height=64, camera="2000,0,0:0,0,0:0,0,1:40",
                                                     background="#000000"))
     return f.rgba[32, 32, :3].astype(int).tolist()
 

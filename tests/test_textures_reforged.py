@@ -11,7 +11,8 @@ from PIL import Image
 from render_util import FRONT_CAMERA, layer, quad, renderer, solid, write_model
 
 from renderer.assets.paths import extension_variants
-from renderer.formats.mdx import load_mdx, save_mdx
+from renderer.formats import load_model
+from renderer.formats.mdx import save_mdx
 from renderer.frame import FrameSpec
 from renderer.model import Texture
 
@@ -52,13 +53,13 @@ def test_tif_and_blp_paths_render_the_dds_of_reforged_data(tmp_path):
     models.mkdir()
     path = write_model(models, "knight", [layer(0), layer(0, texture=1)], {"a.tga": FILLER, "b.tga": FILLER},
                        [quad(y=-20, half=18), quad(y=20, half=18, material=1)])
-    model = load_mdx(path)
+    model = load_model(path)
     model.textures = [Texture(path="Units\\Human\\Knight\\Knight.tif"), Texture(path="Textures\\Cape.blp")]
     save_mdx(model, path)
     for name in ("a.tga", "b.tga"):
         (models / name).unlink()
     gl = renderer()
-    model = load_mdx(path)
+    model = load_model(path)
     spec = FrameSpec(width=64, height=64, camera=FRONT_CAMERA, background="#000000", game=(str(hd), str(sd)))
     frame = gl.render(model, spec)
     gl.forget(model)
@@ -71,7 +72,7 @@ def test_tif_and_blp_paths_render_the_dds_of_reforged_data(tmp_path):
         r, g, b, _ = rgba[32, col]
         assert g > 150 and r < 60 and b < 60, (col, rgba[32, col])
     # without the game data the .tif stays missing, and says which extensions it tried
-    bare = gl.render(load_mdx(path), FrameSpec(width=64, height=64, camera=FRONT_CAMERA, background="#000000"))
+    bare = gl.render(load_model(path), FrameSpec(width=64, height=64, camera=FRONT_CAMERA, background="#000000"))
     assert any(a["asked"].endswith("Knight.tif") and ".dds, .blp, .tga, .tif" in a["why"]
                for a in bare.missing_assets), bare.missing_assets
     assert np.any(bare.rgba != frame.rgba)

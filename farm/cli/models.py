@@ -158,8 +158,9 @@ def _add_halo_options(s) -> None:
 
 def cmd_convert(args) -> int:
     # A model with broken indices still converts (with diagnostics) so it can be fixed by hand.
-    model = load_model_arg(args.input, strict=args.strict, check_indices=False)
     src, dst = Path(args.input).suffix.lower(), Path(args.output).suffix.lower()
+    lenient = {"check_indices": False} if src in (".mdx", ".mdl") else {}  # the Warcraft readers' option
+    model = load_model_arg(args.input, strict=args.strict, **lenient)
     if dst not in (".mdx", ".mdl"):
         raise SystemExit(f"farm convert: cannot write {args.output!r}: the output must end in .mdx or .mdl")
     if src == ".mdl" and dst == ".mdx" or src == dst:

@@ -1,7 +1,8 @@
 """Model file formats: one contract, one registry.
 
-A format is one reader, `read(data, name, *, strict=False, resolver=None, **options) -> Model`,
-registered by extension in `READERS` (and in `MAGIC` when its files start with one):
+A format is one row of `FORMATS` (`ModelFormat`: extensions, reader, writer, magic), and its reader
+has one signature, `read(data, name, *, strict=False, resolver=None, **its own options) -> Model`
+(an option a reader does not have is a TypeError, never ignored):
 
 - `data`: the file's bytes. Where they come from (a folder, an archive entry, an object store, a
   future Halo cache file) is never a format's business: `load_model` reads a file or an
@@ -13,8 +14,8 @@ registered by extension in `READERS` (and in `MAGIC` when its files start with o
   tags: by default a `renderer.formats.halo.TagRoot` over the tag root (the `tag_root` option, else
   the folder named `tags` above `name`); a worker that cannot see that folder gets the answers a
   coordinator pinned for it (`renderer.assets.pins.Pins.tags`). MDX and MDL refer to nothing at
-  load time (their textures are looked up when a frame is drawn, by the asset search) and take no
-  resolver.
+  load time (their textures are looked up when a frame is drawn, by the asset search): they take
+  the resolver and leave it unused.
 
 `load_model(source)` and `read_model(data, name)` pick the reader by the name's extension, else by
 the bytes' magic, so the rest of the code never switches over formats.
@@ -24,25 +25,34 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from renderer.assets.search import ModelLocation, split_source
 from renderer.assets.sources import read_source, source_name
 from renderer.errors import FormatError
 
-# extension -> "module:reader" (the contract above); the reader is imported only when used.
-READERS: dict[str, str] = {
-    ".mdx": "renderer.formats.mdx:read_mdx",
-    ".mdl": "renderer.formats.mdl.read:read_mdl_bytes",
-    ".model": "renderer.formats.halo:read_halo_model",  # Halo 1 Xbox model tag (no magic at offset 0)
-    ".gbxmodel": "renderer.formats.halo:read_halo_model",  # Halo 1 PC model tag
-}
-WRITERS: dict[str, str] = {
-    ".mdx": "renderer.formats.mdx:save_mdx",
-    ".mdl": "renderer.formats.mdl:save_mdl",
-}
-MAGIC: dict[bytes, str] = {b"MDLX": ".mdx"}
-TAKES_RESOLVER = frozenset({".model", ".gbxmodel"})  # the readers that resolve references while they load
+
+@dataclass(frozen=True)
+class ModelFormat:
+    """One model format: its extensions, its reader (the contract above) and writer as
+    "module:function" (imported only when used), and the magic its files start with, if any."""
+
+    extensions: tuple[str, ...]
+    reader: str
+    writer: str | None = None
+    magic: bytes | None = None
+
+
+FORMATS = (
+    ModelFormat((".mdx",), "renderer.formats.mdx:read_mdx", "renderer.formats.mdx:save_mdx", b"MDLX"),
+    ModelFormat((".mdl",), "renderer.formats.mdl.read:read_mdl_bytes", "renderer.formats.mdl:save_mdl"),
+    # Halo 1 model tags: Xbox .model, PC .gbxmodel (no magic at offset 0)
+    ModelFormat((".model", ".gbxmodel"), "renderer.formats.halo:read_halo_model"),
+)
+READERS: dict[str, str] = {ext: f.reader for f in FORMATS for ext in f.extensions}
+WRITERS: dict[str, str] = {ext: f.writer for f in FORMATS if f.writer for ext in f.extensions}
+MAGIC: dict[bytes, str] = {f.magic: f.extensions[0] for f in FORMATS if f.magic}
 
 
 def _resolve(spec: str):
@@ -78,10 +88,7 @@ def load_model(source: str | Path, strict: bool = False, listfile=None, resolver
 def read_model(data: bytes, name: str, strict: bool = False, resolver=None, **options):
     """The neutral Model of a model file's bytes, `name` saying where they came from (see the module
     docstring). `Model.location` records that place and the bytes' sha256."""
-    ext = format_of(name, data)
-    if resolver is not None and ext in TAKES_RESOLVER:
-        options["resolver"] = resolver
-    model = _resolve(READERS[ext])(data, name, strict=strict, **options)
+    model = _resolve(READERS[format_of(name, data)])(data, name, strict=strict, resolver=resolver, **options)
     where = ModelLocation.from_path(name)
     model.location = ModelLocation(where.folder, where.archive, where.entry, hashlib.sha256(data).hexdigest())
     return model

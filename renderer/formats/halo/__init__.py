@@ -1,9 +1,10 @@
 """Halo 1 model tags: Xbox `.model` (class `mode`, v4) and PC `.gbxmodel` (class `mod2`, v5).
 
-Facts: ../shared/docs/halo-tags.md. Entry point: `load_halo_model(path, strict=False,
-lod="super_high", permutation=None, regions=None, tag_root=None)`, registered for ".model" and
-".gbxmodel". Modules: `tagfile` (header, bounded big-endian cursor, tag root), `model_tag` (every
-block of the tag), `geometry` (compressed vertices, strips, node maths), `shaders`, `bitmap`,
+Facts: ../shared/docs/halo-tags.md. Entry point: `read_halo_model(data, name, strict=False,
+lod="super_high", permutation=None, regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None)`,
+registered for ".model" and ".gbxmodel" (a file: `renderer.formats.load_model(path, lod=...)`).
+Modules: `tagfile` (header, bounded big-endian cursor, tag root), `model_tag` (every block of the
+tag), `geometry` (compressed vertices, strips, node maths), `shaders`, `bitmap`,
 `load` (the neutral model), `info` (`format_halo_info`).
 
 How a model tag maps onto the neutral Model
@@ -66,7 +67,7 @@ How a model tag maps onto the neutral Model
 
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .info import format_halo_info
-from .load import TAG_KINDS, HaloBitmaps, load_halo_model, lod_index, read_halo_model
+from .load import TAG_KINDS, HaloBitmaps, lod_index, read_halo_model
 from .model_tag import LODS, read_model_tag
 from .tagfile import TagRoot
 
@@ -76,7 +77,6 @@ __all__ = [
     "HaloBitmaps",
     "decode_bitmap_tag",
     "format_halo_info",
-    "load_halo_model",
     "lod_index",
     "read_bitmap_tag",
     "read_halo_model",

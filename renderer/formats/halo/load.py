@@ -56,30 +56,17 @@ def lod_index(lod) -> int:
 NEAREST_TAG_ROOT = "nearest"  # read_halo_model's default tag root: the folder named 'tags' above the model
 
 
-def load_halo_model(path, strict: bool = False, lod="super_high", permutation=None, regions=None, tag_root=None,
-                    **_) -> Model:
-    """Load a Halo 1 `.model` (Xbox, class mode) or `.gbxmodel` (PC, class mod2) tag file.
+def read_halo_model(data: bytes, path: str = "<bytes>", *, strict: bool = False, lod="super_high", permutation=None,
+                    regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None) -> Model:
+    """Parse the bytes of a Halo 1 `.model` (Xbox, class mode) or `.gbxmodel` (PC, class mod2) tag
+    into the neutral Model (renderer.formats' reader contract).
 
     lod: 'super_high' (default), 'high', 'medium', 'low', 'super_low' or 0..4.
     permutation: None (permutation 0 of every region), an index or a name (applied to every region
     that has it), or a mapping {region name or index: permutation name or index}.
     regions: None (all) or a name, an index or a list of them: only these regions are drawn.
-    tag_root: the folder holding the tag tree (default: the nearest folder named 'tags' above the file).
     strict: every diagnostic becomes a FormatError.
-    """
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
-    return read_halo_model(data, str(path), strict=strict, lod=lod, permutation=permutation, regions=regions,
-                           tag_root=NEAREST_TAG_ROOT if tag_root is None else tag_root)
-
-
-def read_halo_model(data: bytes, path: str = "<bytes>", strict: bool = False, lod="super_high", permutation=None,
-                    regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None, name: str | None = None) -> Model:
-    """Parse model tag bytes into the neutral Model (renderer.formats' reader contract; see
-    `load_halo_model` for the options). The shader and bitmap tags it names are found by `resolver`
+    The shader and bitmap tags it names are found by `resolver`
     (a `TagRoot`, or what a worker was given instead: renderer.assets.pins); without one, by a
     `TagRoot` over `tag_root`: by default the folder named 'tags' above `path` (a file's), None for
     none (flat colours; nothing but `data` is read)."""
@@ -90,7 +77,7 @@ def read_halo_model(data: bytes, path: str = "<bytes>", strict: bool = False, lo
             tag_root = find_tag_root(path) if split_source(path) is None else None
         resolver = TagRoot(Path(tag_root)) if tag_root is not None else None
     model = Model(version=tag.header.version, path=path, format="halo", texture_source=HaloBitmaps(resolver))
-    model.name = name if name is not None else PurePosixPath(path.replace("\\", "/")).stem
+    model.name = PurePosixPath(path.replace("\\", "/")).stem
     model.diagnostics.extend(tag.diagnostics)
     b = _Builder(tag, model, path, resolver)
     with np.errstate(all="ignore"):  # non-finite input is replaced and reported, never warned about

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from renderer.errors import Diagnostic, FormatError
@@ -31,18 +29,10 @@ TOP_LEVEL = {
 VERSION_DEPENDENT = frozenset({"Materials", "Geoset", "Light"})
 
 
-def load_mdl(path: str | Path, strict: bool = False, check_indices: bool = True, **_options) -> Model:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
-    return read_mdl_bytes(data, str(path), strict=strict, check_indices=check_indices)
-
-
-def read_mdl_bytes(data: bytes, path: str = "<bytes>", strict: bool = False, check_indices: bool = True,
-                   **_options) -> Model:
-    """Parse MDL file bytes (UTF-8, an optional BOM; undecodable bytes kept as surrogates)."""
+def read_mdl_bytes(data: bytes, path: str = "<bytes>", *, strict: bool = False, check_indices: bool = True,
+                   resolver=None) -> Model:
+    """Parse MDL file bytes (UTF-8, an optional BOM; undecodable bytes kept as surrogates): the
+    renderer.formats reader contract (an MDL refers to nothing while it loads: `resolver` unused)."""
     text = data.decode("utf-8", "surrogateescape")
     if text.startswith("\ufeff"):
         text = text[1:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from renderer.files import atomic_write
 
-from .read import chunk_table, load_mdx, read_mdx
+from .read import chunk_table, read_mdx
 from .write import write_mdx
 
 
@@ -13,4 +13,4 @@ def save_mdx(model, path) -> None:
     atomic_write(path, write_mdx(model))
 
 
-__all__ = ["chunk_table", "load_mdx", "read_mdx", "save_mdx", "write_mdx"]
+__all__ = ["chunk_table", "read_mdx", "save_mdx", "write_mdx"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import numpy as np
 
@@ -20,17 +19,10 @@ from .records import FIXED_RECORDS
 U32 = struct.Struct("<I")
 
 
-def load_mdx(path: str | Path, strict: bool = False, check_indices: bool = True) -> Model:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise FormatError(str(path), "", None, f"cannot read file: {e.strerror or e}") from e
-    return read_mdx(data, str(path), strict=strict, check_indices=check_indices)
-
-
-def read_mdx(data: bytes, path: str = "<bytes>", strict: bool = False, check_indices: bool = True) -> Model:
-    """Parse MDX bytes.
+def read_mdx(data: bytes, path: str = "<bytes>", *, strict: bool = False, check_indices: bool = True,
+             resolver=None) -> Model:
+    """Parse MDX bytes (renderer.formats' reader contract; an MDX refers to nothing while it loads,
+    so `resolver` is unused).
 
     Structural problems always raise `FormatError`. Indices that point past what they index
     (PVTX, GNDX, MATS, layer textures, ...) raise too unless `check_indices` is False, when they
