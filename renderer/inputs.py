@@ -3,8 +3,8 @@ cannot see them (renderer.assets.pins). No GL: a coordinator calls this.
 
 `model_inputs(model, settings, events)` makes the lookups the renderer makes for the model's frames,
 through the same code wherever the renderer has it: the Halo reader's tag lookups (its resolver's
-record, made when the model loaded), the model's textures (`renderer.texture_set.texture_lookups`,
-held to `load_textures`' record by tests/test_inputs.py), the effects' textures (PRE2 replaceable
+record, made when the model loaded), the model's textures (`renderer.texture_set.texture_lookups`:
+`load_textures`' own walk with decoding off), the effects' textures (PRE2 replaceable
 ids, PREM textured particles) and PREM child models (`renderer.fx.draw.child_candidates`) with their
 own textures and effects one level further, as the effects pass draws them, and with
 `events="model"` the EVTS tables and what their rows name (splat textures, spawned models). It

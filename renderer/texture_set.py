@@ -123,13 +123,16 @@ def _source_missing(source, entries: list[dict], reported: set, out: TextureSet)
             out.diagnostics.append(Diagnostic("assets", None, _missing_sentence(entry, drawn)))
 
 
-def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: TextureSet) -> tuple[np.ndarray, str]:
+def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: TextureSet,
+                  decode: bool = True) -> tuple[np.ndarray, str]:
     # the image decoders (BLP, DDS, TGA, PIL) load with the first texture decoded
     from renderer.formats.textures import team_color_texture, team_glow_texture
 
     label, pattern = TEAM_TEXTURES[rid]
     if search.has_game:
         asset = search.find(pattern.format(team), kind=label)
+        if asset is not None and not decode:
+            return placeholder("checker"), asset.where
         if asset is not None:
             try:
                 return decode_asset(asset), asset.where
@@ -152,26 +155,19 @@ def model_search(model: Model, settings: TextureSettings) -> AssetSearch:
 
 
 def texture_lookups(model: Model, settings: TextureSettings, search: AssetSearch) -> None:
-    """The lookups `load_textures` makes for `model`, in its order, without reading an image: what a
-    job's travelling inputs must answer (renderer.inputs). tests/test_inputs.py holds the two to the
-    same record."""
-    source = getattr(model, "texture_source", None)
-    for tex in model.textures:
-        if tex.replaceable_id in TEAM_TEXTURES:
-            if search.has_game:
-                label, pattern = TEAM_TEXTURES[tex.replaceable_id]
-                search.find(pattern.format(settings.team), kind=label)
-        elif source is None:  # a texture source (Halo) found its images when the model loaded
-            path = str(tex.path) or REPLACEABLE_PATHS.get(tex.replaceable_id, "")
-            if path:
-                search.find(path)
+    """The lookups `load_textures` makes for `model`, in its order, without decoding an image: what
+    a job's travelling inputs must answer (renderer.inputs). It is `load_textures`' own walk with
+    decoding off, so the two cannot drift apart."""
+    load_textures(model, settings, search, decode=False)
 
 
 def load_textures(model: Model, settings: TextureSettings | None = None,
-                  search: AssetSearch | None = None) -> TextureSet:
+                  search: AssetSearch | None = None, decode: bool = True) -> TextureSet:
     """The textures of `model` under `settings` (default: TextureSettings()), looked up by `search`
     (default: the model's own search over the settings' asset roots, game data and stop root, see
-    `AssetSearch.for_model`)."""
+    `AssetSearch.for_model`). With `decode` False only the lookups are made (`texture_lookups`): no
+    image is decoded, and a texture source's images (Halo's, found when the model loaded) are not
+    asked for; the set then holds placeholders."""
     settings = TextureSettings() if settings is None else settings
     team, mode = settings.team, settings.missing_textures
     if search is None:
@@ -192,8 +188,11 @@ def load_textures(model: Model, settings: TextureSettings | None = None,
         wrap_s, wrap_t = bool(tex.flags & 1), bool(tex.flags & 2)
         where = f"texture {i}"
         if tex.replaceable_id in TEAM_TEXTURES:
-            rgba, label = _team_texture(tex.replaceable_id, team, search, where, out)
+            rgba, label = _team_texture(tex.replaceable_id, team, search, where, out, decode)
             out.textures.append(LoadedTexture(rgba, wrap_s, wrap_t, label))
+            continue
+        if source is not None and not decode:  # its images were found when the model loaded
+            out.textures.append(LoadedTexture(placeholder(mode), True, True, str(tex.path)))
             continue
         if source is not None:
             recorded = len(search.record)
@@ -216,6 +215,9 @@ def load_textures(model: Model, settings: TextureSettings | None = None,
             if (asset.where, note) not in reported:
                 reported.add((asset.where, note))
                 out.diagnostics.append(Diagnostic("texture path", None, note))
+        if not decode:
+            out.textures.append(LoadedTexture(placeholder(mode), wrap_s, wrap_t, asset.where))
+            continue
         try:
             chain = decode_asset_chain(asset)
         except FormatError as e:
