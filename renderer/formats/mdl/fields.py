@@ -155,15 +155,17 @@ NODE_FIELDS = (
 
 
 class RecordState:
-    """What a record's text said besides plain values: flag words, override, names seen."""
+    """What a record's text said besides plain values: flag words, override, names seen, and what a
+    custom reader found for the record's owner to take (`extra`: a 900/1000 layer's shader)."""
 
-    __slots__ = ("bits", "override", "seen", "version")
+    __slots__ = ("bits", "extra", "override", "seen", "version")
 
     def __init__(self, version: int = 800):
         self.version = version
         self.bits = 0
         self.override: int | None = None
         self.seen: set[str] = set()
+        self.extra: dict[str, object] = {}
 
 
 # -- reading ----------------------------------------------------------------------------------

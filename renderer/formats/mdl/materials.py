@@ -80,7 +80,7 @@ def _read_shader(p: Parser, layer: Layer, st: RecordState, static: bool) -> None
             p.diag(f"layer shader {s!r} is not known; use ShaderTypeId <n> for shader type ids other than "
                    f"0 (SD) and 1 ({HD_SHADER})", at)
     else:
-        layer._shader = s  # the material's shader in 900/1000: picked up by the material
+        st.extra["shader"] = s  # the material's shader in 900/1000: picked up by the material
 
 
 def _read_shader_type(p: Parser, layer: Layer, st: RecordState, static: bool) -> None:
@@ -126,7 +126,7 @@ LAYER = Spec(
 def _read_layer(p: Parser, mat: Material, st: RecordState, static: bool) -> None:
     version = st.version
     layer, lst = read_named(p, LAYER, version, len(mat.layers))
-    shader = layer.__dict__.pop("_shader", None)
+    shader = lst.extra.get("shader")
     if shader is not None:
         mat.shader = shader
     layer.has_fresnel = version >= 1000 or bool(FRESNEL_NAMES & lst.seen)
