@@ -275,7 +275,7 @@ def test_serve_accepts_what_the_compose_service_gives_it(tmp_path, monkeypatch):
 
     from farm.cli import build_parser
     from farm.cli.common import load_job
-    from farm.report.serve import ReportServer, make_server
+    from farm.serve.server import ReportServer, make_server
 
     cmd = compose({"FARM_SERVE_TOKEN": "s3cret", "FLOWER_BASIC_AUTH": "x:y"})["services"]["serve"]["command"]
     args = build_parser(with_project=False).parse_args(cmd[1:])

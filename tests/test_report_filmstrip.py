@@ -21,8 +21,8 @@ from farm.compare.runs import compare_run, diff_runs
 from farm.plan.keys import TraceKeyError, parse_key, timeless_key
 from farm.report import markdown_summary, write_report
 from farm.report.images import image_relpath
-from farm.report.serve import ReportServer, make_server
 from farm.report.strips import filmstrips, strip_anchor, time_text
+from farm.serve.server import ReportServer, make_server
 
 TIMES = (0, 250, 500, 750, 1000)  # as text, "1000ms" sorts before "250ms": the strip must not
 WALK = [key("models/a.mdx", "Walk", t) for t in TIMES]

@@ -26,9 +26,9 @@ from farm.cli import main
 from farm.compare.runs import compare_run
 from farm.goldens import GoldenIndex
 from farm.images import blank_reason
-from farm.report import serve as serve_mod
 from farm.report import write_report
-from farm.report.serve import ReportServer, make_server
+from farm.serve import server as serve_mod
+from farm.serve.server import ReportServer, make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 K_PASS, K_FAIL, K_FAIL2 = key(t=0), key(t=500), key(t=900)

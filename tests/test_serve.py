@@ -17,7 +17,7 @@ import pytest
 from golden_runs import broken, image, key, make_run
 
 from farm.goldens import GoldenIndex
-from farm.report.serve import ReportServer, make_server
+from farm.serve.server import ReportServer, make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 K_PASS, K_FAIL, K_NEW = key(t=0), key(t=500), key("models/b.mdx", "Walk", 0)

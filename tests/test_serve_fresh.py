@@ -21,7 +21,7 @@ from test_serve import request  # the same JSON request helper
 
 from farm import goldens as G
 from farm.goldens import GoldenIndex
-from farm.report.serve import ReportServer, make_server
+from farm.serve.server import ReportServer, make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 FAILS = [key(t=t) for t in (0, 100, 200, 300)]
@@ -118,7 +118,7 @@ def test_a_decision_made_in_a_terminal_shows_in_the_page_and_the_next_decision(s
 
 def test_a_page_load_catches_up_without_reading_an_unchanged_index(served, monkeypatch):
     """The page's poll is cheap: an index file whose stat is unchanged (and not racy) is not read."""
-    from farm.report import index_watch
+    from farm.serve import index_watch
 
     monkeypatch.setattr(index_watch, "RACY_S", 0.0)
     request(served["url"] + "api/state")  # seen with a trusted stat

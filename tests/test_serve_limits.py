@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from golden_runs import image, key, make_run
 
-from farm.report.serve import LimitedServer, ReportServer, make_server
+from farm.serve.server import LimitedServer, ReportServer, make_server
 
 ROOT = Path(__file__).resolve().parents[1]
 K_NEW = key("models/b.mdx", "Walk", 0)

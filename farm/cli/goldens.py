@@ -34,7 +34,7 @@ from farm.plan.batches import expand_manifest
 from farm.plan.keys import legacy_key
 from farm.plan.manifest import load_manifest
 from farm.report.published import ReportError, ReportRun, is_report, open_report
-from farm.report.serve import serve
+from farm.serve.server import serve
 
 __all__ = ["EXAMPLES", "add_parsers"]
 

@@ -338,7 +338,7 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
     """Compare a run (farm.run.jobs.JobState) with the golden folder `goldens`; returns the results.
 
     `keys` with `previous` recompares only those traces and keeps the rest: the caller knows the
-    other traces' golden lines did not change (`farm serve`, farm.report.index_watch, compares
+    other traces' golden lines did not change (`farm serve`, farm.serve.index_watch, compares
     again exactly the traces whose lines changed). The results are written to
     jobs/<id>/comparison.json unless `write` is False.
     """

@@ -17,7 +17,7 @@ so the page refreshes it in place, and rewrites the report, so a reload shows th
 
 Never stale: before every decision, on every page load and on the page's poll of /api/state (every
 few seconds while it is visible), the server catches up with the golden index
-(farm.report.index_watch): the traces whose lines changed since its results, whoever changed them (a
+(farm.serve.index_watch): the traces whose lines changed since its results, whoever changed them (a
 `farm approve --undo` in a terminal), are compared again, the report rewritten, and the page told
 ("elsewhere" / "changed": it shows a banner and the new statuses). So "Approve all failed" always
 means the traces failed now, and the comparison the server saves is the one `farm compare` would make.
@@ -74,8 +74,8 @@ from farm.compare.runs import compare_run, results_for
 from farm.compare.status import LABELS
 from farm.environment import env_str
 from farm.report.html import write_report
-from farm.report.index_watch import IndexWatch
 from farm.report.model import counts_view
+from farm.serve.index_watch import IndexWatch
 from farm.settings import SettingError
 
 __all__ = ["LimitedServer", "ReportServer", "make_server", "serve", "serve_token"]
