@@ -144,10 +144,10 @@ def test_string_registries_are_edges_and_would_show_the_runner_loop():
     assert {"farm.run.celery", "farm.run.local"} <= {t for t, _, _ in graph["farm.run.dispatch"]}
     assert all(t not in {e for e, _, _ in graph[m]} for m, t in PLUGIN_EDGES)  # the one exception, named
     assert "renderer.formats.mdx" in {t for t, _, _ in graph["renderer.formats"]}
-    assert not {t for t, _, _ in graph["farm.run.celery"]} & {"farm.celery.tasks", "farm.nightly"}
+    assert not {t for t, _, _ in graph["farm.run.celery"]} & {"farm.celery.tasks", "farm.flows.nightly"}
     old = {m: [*e, *([("farm.celery.tasks", 0, False)] if m == "farm.run.celery" else [])] for m, e in graph.items()}
     cycle = find_cycle(old)
-    assert cycle and {"farm.run.dispatch", "farm.run.celery", "farm.nightly"} <= set(cycle)
+    assert cycle and {"farm.run.dispatch", "farm.run.celery", "farm.flows.nightly"} <= set(cycle)
     strings = [m for m, e in graph.items() for t, line, _ in e if line and _is_string_edge(m, line)]
     assert strings and find_cycle({m: [(t, line, f) for t, line, f in e if not _is_string_edge(m, line)]
                                    for m, e in old.items()}) is None  # without them it stays hidden
@@ -223,7 +223,7 @@ def test_the_celery_runner_loads_neither_the_nightly_nor_the_report():
     import sys
 
     code = ("import sys, farm.run.celery, farm.run.dispatch\n"
-            "print(sorted(m for m in ('farm.nightly', 'farm.pipeline', 'farm.report.html', 'farm.celery.tasks')"
-            " if m in sys.modules))\n")
+            "print(sorted(m for m in ('farm.flows.nightly', 'farm.flows.pipeline', 'farm.report.html',"
+            " 'farm.celery.tasks') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr)

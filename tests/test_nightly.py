@@ -18,7 +18,7 @@ from farm import goldens as G  # noqa: E402
 from farm.celery.app import NIGHTLY_TASK as TASK_NAME  # noqa: E402
 from farm.celery.app import beat_schedule  # noqa: E402
 from farm.environment import nightly_settings  # noqa: E402
-from farm.nightly import run_nightly  # noqa: E402
+from farm.flows.nightly import run_nightly  # noqa: E402
 from farm.run.jobs import JobState  # noqa: E402
 
 
@@ -91,7 +91,7 @@ def test_nightly_writes_dated_reports_and_status_files(tmp_path, monkeypatch):
 
 
 def test_the_task_runs_the_nightly_function_on_the_apps_broker(monkeypatch, tmp_path):
-    from farm import nightly
+    from farm.flows import nightly
     from farm.celery.tasks import app  # the tasks registered, as a worker has them
 
     seen = {}
@@ -110,7 +110,7 @@ def test_the_task_runs_the_nightly_function_on_the_apps_broker(monkeypatch, tmp_
 def test_a_night_that_fails_midway_keeps_the_last_report_and_notifies_after_the_status_files(tmp_path, monkeypatch):
     """Issue 35: a rerun deleted the day's report before the new one existed, opened the store outside
     the try, and notified before the status files were written."""
-    from farm import nightly
+    from farm.flows import nightly
 
     reports, date = tmp_path / "reports", "2026-03-03"
     (reports / date).mkdir(parents=True)

@@ -17,7 +17,7 @@ from golden_runs import broken, image, key, make_run
 
 from farm import goldens as G
 from farm.cli import main
-from farm.nightly import notify, read_history, run_nightly
+from farm.flows.nightly import notify, read_history, run_nightly
 
 K1, K2 = key(t=0), key(t=500)
 
@@ -41,7 +41,7 @@ def night(tmp_path, monkeypatch):
         job.save(force=True)
         return job
 
-    monkeypatch.setattr("farm.nightly.run_job", run_job)
+    monkeypatch.setattr("farm.flows.nightly.run_job", run_job)
     return {"manifest": manifest, "frames": frames, "reports": tmp_path / "reports", "store": tmp_path / "store"}
 
 

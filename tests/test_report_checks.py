@@ -1,4 +1,4 @@
-"""Issue 25, points 1 and 2. One pipeline (farm.pipeline.compare_job) after `farm run`, the nightly
+"""Issue 25, points 1 and 2. One pipeline (farm.flows.pipeline.compare_job) after `farm run`, the nightly
 run and `farm demo`; and the reports only show what the comparison decided: each check (a metric,
 the limit held against it, passed) is in the results (farm.compare.metrics), the verdict's words are
 farm.compare.status's, and nothing in farm/report holds a metric against a threshold. Results
@@ -18,7 +18,7 @@ from farm import goldens as G
 from farm.compare.metrics import Comparison, compare, metric_checks
 from farm.compare.runs import compare_run
 from farm.compare.status import VERDICT_WORDS
-from farm.pipeline import CompareOptions, compare_job
+from farm.flows.pipeline import CompareOptions, compare_job
 from farm.plan.thresholds import Thresholds
 from farm.report import write_report
 from farm.report.model import metric_rows
@@ -79,7 +79,7 @@ def test_report_code_compares_no_metric():
 
 def test_the_verdict_is_spelled_in_one_place():
     words = {w for ws in VERDICT_WORDS.values() for w in ws}
-    hits = [f"{p.relative_to(ROOT)}:{n}: {w}" for p in [*SOURCES, ROOT / "farm" / "demo.py"]
+    hits = [f"{p.relative_to(ROOT)}:{n}: {w}" for p in [*SOURCES, ROOT / "farm" / "flows" / "demo.py"]
             for n, line in enumerate(p.read_text("utf-8").splitlines(), 1) for w in words if w in line]
     assert not hits
 
@@ -127,9 +127,9 @@ def test_an_old_comparison_renders_to_the_same_bytes(tmp_path):
 
 
 def test_one_pipeline_after_run_nightly_and_demo():
-    """`farm run`, the nightly run and `farm demo` compare and report through farm.pipeline.compare_job
+    """`farm run`, the nightly run and `farm demo` compare and report through farm.flows.pipeline.compare_job
     only (no compare_run or write_report of their own)."""
-    for rel in ("farm/cli/jobs.py", "farm/nightly.py", "farm/demo.py"):
+    for rel in ("farm/cli/jobs.py", "farm/flows/nightly.py", "farm/flows/demo.py"):
         tree = ast.parse((ROOT / rel).read_text("utf-8"))
         called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         assert "compare_job" in called, rel

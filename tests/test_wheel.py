@@ -91,8 +91,8 @@ def test_the_wheel_holds_the_packages_and_the_demo_goldens_only(wheel):
 
 def test_the_installed_package_imports_from_the_venv_not_the_checkout(installed):
     bin_, env, work = installed
-    r = _run([bin_ / "python", "-c", "import farm, renderer, farm.demo; print(farm.__file__);"
-              " print(renderer.__file__); print(farm.demo.GOLDENS)"], cwd=work, env=env)
+    r = _run([bin_ / "python", "-c", "import farm, renderer, farm.flows.demo; print(farm.__file__);"
+              " print(renderer.__file__); print(farm.flows.demo.GOLDENS)"], cwd=work, env=env)
     for line in r.stdout.split():
         assert str(bin_.parent) in line and str(ROOT) not in line, line
 

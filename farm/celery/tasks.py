@@ -14,9 +14,9 @@ import time
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 
-from farm import nightly
 from farm.celery.app import NIGHTLY_TASK, RENDER_TASK, app
 from farm.environment import env_given, env_int
+from farm.flows import nightly
 from farm.plan.batches import Batch
 from farm.run import sandbox, worker
 from farm.run.execute import BatchResult, TransientError, render_batch

@@ -7,7 +7,7 @@ such frames, so the approval is asked for in plain words; then every rendered tr
 golden, those approvals stay marked in the goldens (farm.goldens.decisions.golden_marks) and the
 run exits 0. Without the flags the frames are held back. Either way they are reported as one line
 per outcome (counts by reason, a few models, where the full list is), not one line per frame; the
-full list is the job artefact ``goldens-update.json``. The approval itself is farm.pipeline's
+full list is the job artefact ``goldens-update.json``. The approval itself is farm.flows.pipeline's
 (`update_goldens`, run by `compare_job`); this module says what it did (`say_update`).
 """
 
@@ -19,14 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from farm.pipeline import MARKS, GoldensUpdate, marks, wanted
+from farm.flows.pipeline import MARKS, GoldensUpdate, marks, wanted
 from farm.report.model import MARK_FLAGS, shell_path
 
 __all__ = ["FLAGS", "bootstrap_command", "bootstrap_hint", "grouped_line", "say_update"]
 
 FLAGS = MARK_FLAGS  # a mark -> the flag that approves it anyway (farm.report.model)
 REASONS = {"missing": "drew placeholders for missing assets", "blank": "came out blank"}
-assert set(FLAGS) == set(REASONS) == set(MARKS)  # one flag and one reason per mark (farm.pipeline.MARKS)
+assert set(FLAGS) == set(REASONS) == set(MARKS)  # one flag and one reason per mark (farm.flows.pipeline.MARKS)
 
 
 def _command(job, folder: Path | None, mode: str, flags: list[str]) -> str:
@@ -83,7 +83,7 @@ def grouped_line(traces: Mapping[str, list[str]], results: Mapping) -> str:
 
 
 def say_update(job, done: GoldensUpdate, results: Mapping, out: TextIO | None = None) -> None:
-    """What an --update-goldens did (farm.pipeline.update_goldens, from the comparison `results`):
+    """What an --update-goldens did (farm.flows.pipeline.update_goldens, from the comparison `results`):
     one line for the approval, one grouped line per outcome (approved as marked, not approved), on
     `out` (stdout unless given); what was not approved on stderr."""
     out = out or sys.stdout

@@ -21,12 +21,12 @@ from farm.cli.common import (
     results_json,
     workers_arg,
 )
-from farm.demo import run_demo
 from farm.environment import broker_url, default_reports
 from farm.files import file_digest
+from farm.flows.demo import run_demo
+from farm.flows.nightly import beat_command, nightly_settings, run_nightly, write_index
+from farm.flows.pipeline import UPDATE_MODES, CompareOptions, all_new, compare_job
 from farm.goldens import GoldenError
-from farm.nightly import beat_command, nightly_settings, run_nightly, write_index
-from farm.pipeline import UPDATE_MODES, CompareOptions, all_new, compare_job
 from farm.plan.causes import CAUSE_HINTS, UNLOADABLE
 from farm.report.model import shell_path
 from farm.repository import store_ignore_hint
@@ -50,7 +50,7 @@ EXAMPLES = {
 
 
 def compare_step(job, options: CompareOptions, out: TextIO | None = None) -> tuple[int | None, dict | None, object]:
-    """The comparison step of `farm run` (farm.pipeline.compare_job, saying what it did): (exit status
+    """The comparison step of `farm run` (farm.flows.pipeline.compare_job, saying what it did): (exit status
     or None when the run has no goldens and none were asked for, the results, the report's index.html).
     Messages go to `out` (stdout unless given: --json keeps stdout for its one object), errors to
     stderr.
@@ -197,7 +197,7 @@ def cmd_retry(args) -> int:
 
 
 def cmd_nightly(args) -> int:
-    """farm nightly run-now | beat-command | index (farm.nightly)."""
+    """farm nightly run-now | beat-command | index (farm.flows.nightly)."""
     reports = getattr(args, "reports", None)
     settings = nightly_settings(manifest=args.manifest, out=args.out, reports=reports)
     if args.action == "index":

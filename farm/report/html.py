@@ -267,7 +267,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
 
 
 def render_nightly_index(history: list[dict], trend_nights: int = 60) -> str:
-    """The nightly index page (farm.nightly.write_index): `history` (oldest first, one entry per
+    """The nightly index page (farm.flows.nightly.write_index): `history` (oldest first, one entry per
     date: date, status, counts, job, report) newest first, a trend strip and pass rates."""
     nights = []
     for h in reversed(history):

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from farm.compare.status import verdict_word
-from farm.pipeline import CompareOptions, compare_job
+from farm.flows.pipeline import CompareOptions, compare_job
 from farm.report.text import summary_text
 from farm.run.jobs import run_job, status_text
 from renderer.formats import load_model, save_model
@@ -31,7 +31,7 @@ def _committed_goldens() -> Path:
     packaged = resources.files("farm") / "demo_goldens"
     if packaged.is_dir():
         return Path(str(packaged)).resolve()
-    return Path(__file__).resolve().parents[1] / "goldens"
+    return Path(__file__).resolve().parents[2] / "goldens"
 
 
 GOLDENS = _committed_goldens()

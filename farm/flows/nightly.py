@@ -61,8 +61,8 @@ from pathlib import Path
 
 from farm.environment import default_out, env_given, env_str, nightly_settings
 from farm.files import append_json_line, atomic_write, atomic_write_json
+from farm.flows.pipeline import CompareOptions, compare_job
 from farm.goldens import find_goldens
-from farm.pipeline import CompareOptions, compare_job
 from farm.report.html import render_nightly_index
 from farm.run.jobs import JobState, run_job
 from farm.store import open_store

@@ -1,6 +1,6 @@
 """After a run: compare it with its goldens, approve what ``--update-goldens`` asks and compare
-again, write the report. `farm run` (farm.cli.jobs), the nightly run (farm.nightly) and `farm demo`
-(farm.demo) all call `compare_job`, the one pipeline; it prints nothing (each caller says what it
+again, write the report. `farm run` (farm.cli.jobs), the nightly run (farm.flows.nightly) and `farm demo`
+(farm.flows.demo) all call `compare_job`, the one pipeline; it prints nothing (each caller says what it
 says, from the `Compared` it returns, and `on_update` hears of an approval as it happens).
 
 ``--update-goldens=MODE`` (`UPDATE_MODES`) approves the traces a comparison found new (``new``),
