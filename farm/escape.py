@@ -67,9 +67,15 @@ def markdown(text) -> str:
 def html_finalize(value):
     """Jinja2's `finalize` for HTML pages: a string's control characters shown as escapes before
     autoescape escapes its markup; markup the templates made (Markup) and other values as they are."""
+    if type(value) is str:  # the common case first: a report has millions of these
+        return _TERMINAL_TEXT.sub(_visible_match, value) if _TERMINAL_TEXT.search(value) else value
     if isinstance(value, str) and not isinstance(value, Markup):
         return terminal(value, keep_lines=True)
     return value
+
+
+def _visible_match(m: re.Match) -> str:
+    return visible(m.group(0))
 
 
 class TerminalStream(io.TextIOBase):
