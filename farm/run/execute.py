@@ -15,8 +15,10 @@ factory returns (the process's GL renderer, or a stand-in) and returns a `BatchR
    encoded and returned); a frame that raises fails alone; a redelivery skips the frames an earlier
    delivery recorded as done;
 5. the kind records the result (frames: the store's batch result, which `farm status` merges), also
-   along the way: each frame as soon as its image is stored (the store merges the one frame in), so
-   a hard time limit or a killed process loses no frame whose image is stored (issue 34 item 5:
+   along the way: each frame as soon as its image is stored (`Store.record_frames` merges the one
+   frame in; where requests cross a network, in the background, the frames that came while a write
+   was in flight together in the next: farm.store.along), so a hard time limit or a killed process
+   loses no frame whose image is stored but those of the one write then in flight (issue 34 item 5:
    recorded at most once a second, a hard limit of 2 s lost half of them); the store merges results
    forward (done beats failed, per frame) and the merged result is what the batch returns.
 
@@ -230,6 +232,14 @@ class BatchKind:
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
 
+    def record_along(self, store, job_id: str, result: BatchResult) -> None:
+        """Record a frame along the way, as soon as its image is stored (Store.record_frames: at once,
+        or coalesced in the background where the store's requests cross a network)."""
+        try:
+            store.record_frames(job_id, result.to_dict())
+        except OSError as e:
+            raise TransientError(f"cannot write the batch result to the store: {e}") from e
+
 
 def record_forward(store, job_id: str, result: BatchResult) -> BatchResult:
     """Write `result` to the store, which merges it forward (Store.write_batch_result: a frame done
@@ -323,7 +333,7 @@ def _deliver(batch, kind, attempt, renderer_factory, store, job_id, on_frame, ab
 
     def progress(failed: int, new: FrameResult | None = None) -> None:
         if new is not None and new.status == "done" and len(frames) < total:  # its image is stored: record it
-            kind.record(store, job_id, BatchResult(batch.id, [new], attempt))  # merged in with the others
+            kind.record_along(store, job_id, BatchResult(batch.id, [new], attempt))  # merged in with the others
         if on_frame:
             on_frame(len(frames), total, failed)
 

@@ -268,8 +268,11 @@ def _make_client():
     chain = botocore.session.get_session()
     retries = {"mode": chain.get_config_variable("retry_mode") or "standard",
                "total_max_attempts": chain.get_config_variable("max_attempts") or MAX_ATTEMPTS}
+    # Content-MD5 (_md5) already guards every body: no second checksum (CRC32) unless the environment asks
+    checksums = {f"{name}": os.environ.get(f"AWS_{name.upper()}") or "when_required"
+                 for name in ("request_checksum_calculation", "response_checksum_validation")}
     return boto3.session.Session().client("s3", config=Config(retries=retries, connect_timeout=5, read_timeout=60,
-                                                              max_pool_connections=PARALLEL))
+                                                              max_pool_connections=PARALLEL, **checksums))
 
 
 def _endpoint(store: S3Objects) -> str:
