@@ -8,8 +8,8 @@ write behind its image (never ahead of it: a write first waits for the images th
 a batch of 48 instant frames costs a few writes instead of 48 read-merge-writes.
 
 `Along.add(job_id, result)` queues a partial result (a few frames); `Along.settle(job_id, batch_id)`
-drops what is still queued for that batch and waits for its write in flight: the batch's final
-result (`Store.write_batch_result`, which holds every frame) comes next and supersedes them.
+waits for the batch's write in flight and hands back what is still queued, for the next write of
+that batch (`Store.write_batch_result`) to carry with its own frames.
 """
 
 from __future__ import annotations
@@ -54,11 +54,13 @@ class Along:
             except Exception as e:  # noqa: BLE001 - the batch's final write says so, or carries these frames
                 log.debug("recording frames of batch %s along the way: %s", key[1], e)
 
-    def settle(self, job_id: str, batch_id: str) -> None:
-        """Drop the frames still queued for a batch and wait for its write in flight."""
+    def settle(self, job_id: str, batch_id: str) -> list[dict]:
+        """Take the frames still queued for a batch (for the caller's write to carry) and wait for its
+        write in flight."""
         key = (job_id, batch_id)
         with self._lock:
-            self._queued.pop(key, None)
+            queued = self._queued.pop(key, [])
             running = self._running.get(key)
         if running is not None:
             running.exception()  # waits (_drain raises nothing)
+        return queued

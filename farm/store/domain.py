@@ -274,10 +274,12 @@ class Store:
     def write_batch_result(self, job_id: str, result: dict) -> dict:
         """Merge `result` into the stored one (base.merge_batch_results) and write it if the stored one
         is still the one read (`swap`); another writer in between: read and merge again. Images still
-        being written in the background are waited for first, and so are the frames `record_frames`
-        has in flight for this batch (this result supersedes those still queued). Returns what the
+        being written in the background are waited for first, and so is the write `record_frames` has
+        in flight for this batch (the frames it still holds queued go with this one). Returns what the
         store now holds."""
-        self._along.settle(job_id, result["batch"])
+        queued = self._along.settle(job_id, result["batch"])
+        if queued:  # older than `result`: merged under it
+            result = merge_batch_results({"batch": result["batch"], "frames": queued}, result)
         self.flush()
         return self._merge_batch_result(job_id, result)
 
