@@ -12,7 +12,8 @@ renderer is `FARM_RENDERER=store:instant` (this file's `instant`: a fixed 8x8 fr
 names the frame, so every PNG is distinct as real frames are).
 
 Printed: the median seconds and frames/s of each store, S3's ratio to the folder store's frames/s,
-and the requests the S3 run sent per frame (counted from moto_server's request log, by method).
+the CPU seconds of the farm's processes and of moto_server, and the requests the S3 run sent per
+frame (counted from moto_server's request log, by method and by object: image, batch result, ...).
 Every run's frames must be the folder store's (the index of trace key -> image digest).
 """
 
