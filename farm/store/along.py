@@ -15,6 +15,7 @@ that batch (`Store.write_batch_result`) to carry with its own frames.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -30,11 +31,18 @@ class Along:
 
     def __init__(self, write: Callable[[str, dict], object], submit: Callable[[Callable[[], None]], Future]):
         self._write, self._submit = write, submit
+        self._forked()
+
+    def _forked(self) -> None:
+        """This process's state (a forked child starts without its parent's writes in flight)."""
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._queued: dict[tuple[str, str], list[dict]] = {}  # (job, batch) -> frames not yet written
         self._running: dict[tuple[str, str], Future] = {}  # (job, batch) -> its write in flight
 
     def add(self, job_id: str, result: dict) -> None:
+        if self._pid != os.getpid():
+            self._forked()
         key = (job_id, result["batch"])
         with self._lock:
             self._queued.setdefault(key, []).extend(result.get("frames", ()))
@@ -57,6 +65,8 @@ class Along:
     def settle(self, job_id: str, batch_id: str) -> list[dict]:
         """Take the frames still queued for a batch (for the caller's write to carry) and wait for its
         write in flight."""
+        if self._pid != os.getpid():
+            self._forked()
         key = (job_id, batch_id)
         with self._lock:
             queued = self._queued.pop(key, [])
