@@ -261,6 +261,15 @@ class Store:
         running now (or stopped), or their process died (base.open_deliveries)."""
         return open_deliveries(self._events(job_id, batch_id))
 
+    def reset_batches(self, job_id: str, batch_ids: list[str]) -> None:
+        """Forget each batch's deliveries and result (the coordinator submitting them), overlapping
+        where the kind allows (a list and a delete a batch on S3)."""
+        self._map(lambda b: (self.reset_batch(job_id, b), self.remove_batch_result(job_id, b)), batch_ids)
+
+    def deliveries_of(self, job_id: str, batch_ids: list[str]) -> dict[str, int]:
+        """`deliveries` of each batch, overlapping where the kind allows."""
+        return dict(zip(batch_ids, self._map(lambda b: self.deliveries(job_id, b), batch_ids), strict=True))
+
     def reset_batch(self, job_id: str, batch_id: str) -> None:
         """Forget a batch's deliveries (the coordinator does this when it submits the batch)."""
         ref = self._attempts_ref(job_id, batch_id)
