@@ -12,7 +12,8 @@ renderer is `FARM_RENDERER=store:instant` (this file's `instant`: a fixed 8x8 fr
 names the frame, so every PNG is distinct as real frames are).
 
 Printed: the median seconds and frames/s of each store, S3's ratio to the folder store's frames/s,
-and the requests the S3 run sent per frame (counted from moto_server's request log, by method).
+the CPU seconds of the farm's processes and of moto_server, and the requests the S3 run sent per
+frame (counted from moto_server's request log, by method and by object: image, batch result, ...).
 Every run's frames must be the folder store's (the index of trace key -> image digest).
 """
 
@@ -23,6 +24,7 @@ import collections
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -80,6 +82,17 @@ def _manifest(tmp: Path, frames: int) -> Path:
     return m
 
 
+def _cpu(pid: int) -> float:
+    """CPU seconds a process has used (user + system, /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def _run(env: dict, manifest: Path, out: str, job: str, workers: int, batch: int) -> float:
     t = time.perf_counter()
     r = subprocess.run([sys.executable, "-m", "farm", "run", str(manifest), "--out", out, "--job-id", job,
@@ -91,12 +104,18 @@ def _run(env: dict, manifest: Path, out: str, job: str, workers: int, batch: int
     return time.perf_counter() - t
 
 
+_KINDS = (("images/", "image"), ("/batches/", "batch result"), ("/attempts/", "delivery"), ("/log/", "job log"),
+          ("inputs/", "input"), ("/index.json", "index"), ("jobs/", "job"))
+
+
 def _requests(log: Path, start: int) -> collections.Counter:
-    """Requests moto answered since byte `start` of its log, by method."""
+    """Requests moto answered since byte `start` of its log, by (method, what the object is)."""
     with log.open("rb") as f:
         f.seek(start)
         text = f.read().decode("utf-8", "replace")
-    return collections.Counter(re.findall(r'"(GET|PUT|POST|HEAD|DELETE) /', text))
+    return collections.Counter((m, "list" if "?list" in path else "delete" if "?delete" in path
+                                else next((k for s, k in _KINDS if s in path), "other"))
+                               for m, path in re.findall(r'"(GET|PUT|POST|HEAD|DELETE) (\S+)', text))
 
 
 def _clear(env: dict, prefix: str) -> None:
@@ -114,7 +133,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=48, help="FARM_BATCH_FRAMES (default 48)")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    folder_s, s3_s, counts = [], [], []
+    folder_s, s3_s, counts, cpu = [], [], [], collections.defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="farm-store-bench-") as tmp:
         tmp = Path(tmp)
         proc, env, log = _moto(tmp)
@@ -122,11 +141,15 @@ def main() -> None:
             manifest = _manifest(tmp, args.frames)
             for i in range(args.rounds):
                 out = tmp / f"folder-{i}"
+                c0 = _children_cpu()
                 folder_s.append(_run(env, manifest, str(out), "ref", args.workers, args.batch))
+                cpu["folder"].append(_children_cpu() - c0)
                 ref = json.loads((out / "jobs" / "ref" / "index.json").read_text())
                 _clear(env, "run")
-                start = log.stat().st_size
+                start, c0, m0 = log.stat().st_size, _children_cpu(), _cpu(proc.pid)
                 s3_s.append(_run(env, manifest, f"s3://{BUCKET}/run", f"s3-{i}", args.workers, args.batch))
+                cpu["s3"].append(_children_cpu() - c0)
+                cpu["moto"].append(_cpu(proc.pid) - m0)
                 time.sleep(0.5)  # the log's last lines
                 counts.append(_requests(log, start))
                 got = json.loads(env["_client"].get_object(Bucket=BUCKET, Key=f"run/jobs/s3-{i}/index.json")["Body"]
@@ -137,13 +160,19 @@ def main() -> None:
     frames = len(ref)
     folder, s3 = statistics.median(folder_s), statistics.median(s3_s)
     total = statistics.median(sum(c.values()) for c in counts)
-    methods = {m: statistics.median(c[m] for c in counts) for m in ("PUT", "GET", "HEAD", "POST", "DELETE")}
+    methods = {m: statistics.median(sum(n for (m2, _), n in c.items() if m2 == m) for c in counts)
+               for m in ("PUT", "GET", "HEAD", "POST", "DELETE")}
+    kinds = sorted({mk for c in counts for mk in c}, key=lambda mk: -statistics.median(c[mk] for c in counts))
     print(f"{frames} frames, {args.batch}-frame batches, {args.workers} local processes, instant renderer,"
           f" median of {args.rounds}")
-    print(f"  folder store  {folder:6.2f} s  {frames / folder:7.1f} frames/s")
-    print(f"  S3 (moto)     {s3:6.2f} s  {frames / s3:7.1f} frames/s  {folder / s3:4.2f}x the folder store's frames/s")
+    c = {k: statistics.median(v) for k, v in cpu.items()}
+    print(f"  folder store  {folder:6.2f} s  {frames / folder:7.1f} frames/s  farm CPU {c['folder']:.1f} s")
+    print(f"  S3 (moto)     {s3:6.2f} s  {frames / s3:7.1f} frames/s  {folder / s3:4.2f}x the folder store's frames/s,"
+          f"  farm CPU {c['s3']:.1f} s, moto_server CPU {c['moto']:.1f} s")
     print(f"  S3 requests   {total:.0f} ({total / frames:.2f} a frame): "
           + ", ".join(f"{m} {n / frames:.2f}" for m, n in methods.items() if n))
+    print("  by object      " + ", ".join(f"{m} {k} {statistics.median(c[m, k] for c in counts) / frames:.3f}"
+                                          for m, k in kinds))
 
 
 if __name__ == "__main__":

@@ -61,6 +61,19 @@ def _frame(t: int, **kw) -> dict:
     return {"key": f"m|Stand|{t}", "time_ms": t, "status": "done", "digest": "0" * 64, **kw}
 
 
+
+def test_a_merge_from_the_result_a_store_wrote_last_loses_no_frame_another_wrote_since(store):
+    one, other = store, open_store(store.location)
+    one.write_batch_result("j", {"batch": "b", "frames": [_frame(1)]})  # remembered with its tag
+    other.write_batch_result("j", {"batch": "b", "frames": [_frame(2)]})  # the remembered tag is stale now
+    merged = one.write_batch_result("j", {"batch": "b", "frames": [_frame(3)]})
+    assert [f["key"] for f in merged["frames"]] == [_frame(t)["key"] for t in (1, 2, 3)]
+    assert store.read_batch_result("j", "b") == merged
+    one.record_frames("j", {"batch": "b", "frames": [_frame(4)]})  # along the way (background on S3)
+    final = one.write_batch_result("j", {"batch": "b", "frames": [_frame(5)]})  # waits for it
+    assert [f["time_ms"] for f in final["frames"]] == [1, 2, 3, 4, 5] == \
+        [f["time_ms"] for f in open_store(store.location).read_batch_result("j", "b")["frames"]]
+
 def test_batch_results_merged_by_many_writers_lose_no_frame(store):
     frames = [_frame(t) for t in range(24)]
 

@@ -15,8 +15,10 @@ factory returns (the process's GL renderer, or a stand-in) and returns a `BatchR
    encoded and returned); a frame that raises fails alone; a redelivery skips the frames an earlier
    delivery recorded as done;
 5. the kind records the result (frames: the store's batch result, which `farm status` merges), also
-   along the way: each frame as soon as its image is stored (the store merges the one frame in), so
-   a hard time limit or a killed process loses no frame whose image is stored (issue 34 item 5:
+   along the way: each frame as soon as its image is stored (`Store.record_frames` merges the one
+   frame in; where requests cross a network, in the background, the frames that came while a write
+   was in flight together in the next: farm.store.along), so a hard time limit or a killed process
+   loses no frame whose image is stored but those of the one write then in flight (issue 34 item 5:
    recorded at most once a second, a hard limit of 2 s lost half of them); the store merges results
    forward (done beats failed, per frame) and the merged result is what the batch returns.
 
@@ -230,6 +232,14 @@ class BatchKind:
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
 
+    def record_along(self, store, job_id: str, result: BatchResult) -> None:
+        """Record a frame along the way, as soon as its image is stored (Store.record_frames: at once,
+        or coalesced in the background where the store's requests cross a network)."""
+        try:
+            store.record_frames(job_id, result.to_dict())
+        except OSError as e:
+            raise TransientError(f"cannot write the batch result to the store: {e}") from e
+
 
 def record_forward(store, job_id: str, result: BatchResult) -> BatchResult:
     """Write `result` to the store, which merges it forward (Store.write_batch_result: a frame done
@@ -333,7 +343,7 @@ class _Delivery:
         """After a frame: a done frame's image is stored, so it is recorded at once (merged in with
         the others: a hard kill after this never reports it failed)."""
         if new is not None and new.status == "done" and len(self.frames) < len(self.batch.keys):
-            self.kind.record(self.store, self.job_id, BatchResult(self.batch.id, [new], self.attempt))
+            self.kind.record_along(self.store, self.job_id, BatchResult(self.batch.id, [new], self.attempt))
         if self.on_frame:
             self.on_frame(len(self.frames), len(self.batch.keys), failed)
 

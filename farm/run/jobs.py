@@ -218,8 +218,7 @@ class JobState:
                 t.update(batch=b.id, status="pending", digest=None, error=None, attempts=t.get("attempts", 0) + 1)
             self._dirty.update(b.keys)
             self._dirty_batches.add(b.id)
-            self.store.reset_batch(self.id, b.id)
-            self.store.remove_batch_result(self.id, b.id)
+        self.store.reset_batches(self.id, [b.id for b in batches])
         self._dirty_runs = True
         self.save()
 

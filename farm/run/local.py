@@ -189,7 +189,7 @@ class _LocalRun:
 
     def run_pool(self, ids: list[str], n: int) -> bool:
         """Run these batches in a pool of n; returns True when the pool broke."""
-        before = {i: self.store.deliveries(self.job_id, i) for i in ids}
+        before = self.store.deliveries_of(self.job_id, ids)
         q, stop = self.ctx.Queue(), threading.Event()
         listener = threading.Thread(target=self.listen, args=(q, stop), name="farm-progress", daemon=True)
         listener.start()

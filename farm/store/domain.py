@@ -29,7 +29,11 @@ The rules (farm.store.base has those of the primitives):
   and written back: an O_APPEND line, or an object of its own, per event.
 - Batch results only move forward, per frame: `write_batch_result` merges the new result into the
   stored one (`merge_batch_results`) with `swap` (compare-and-swap; another writer in between: read
-  and merge again) and returns what the store now holds.
+  and merge again) and returns what the store now holds. What this store wrote last for a batch
+  (the document and its tag) is kept, so the next merge needs no read while no one else wrote; a
+  first write where requests cost (`parallel` > 1) assumes the result absent (its swap fails when
+  it is not: then read). `record_frames` merges frames along the way (farm.store.along: at once, or
+  in the background and coalesced where the kind overlaps requests).
 - A job's log is append-only: `append_job_log` adds one record, whole or absent; `read_job_log`
   gives them back in order (those numbered above `after` at least). The job document (`write_job`)
   is replaced whole.
@@ -53,12 +57,15 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from farm.files import append_json_line, append_line, atomic_write, json_bytes, read_json_lines
+from farm.store.along import Along
 from farm.store.base import Objects, checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
 from farm.store.documents import StoreError, check_batch_result, check_job, read_document
 
 __all__ = ["CAS_ATTEMPTS", "Store"]
 
 CAS_ATTEMPTS = 100  # rounds of read-merge-write a batch result gets against concurrent writers
+AHEAD = 4  # image writes a store has in flight before the next waits for the oldest (see put_image)
+WRITTEN = 16  # batch results whose last write (document, tag) a store keeps, so the next merge reads nothing
 
 
 class _Doc:
@@ -86,6 +93,8 @@ class Store:
         self._pending: list[Future] = []
         self._cache: Path | None = None
         self._batch_results: dict[tuple[str, str], dict] = {}  # frame_sidecar's reads: key -> frame
+        self._written: dict[str, tuple[dict, str]] = {}  # batch result key -> (document, tag) this store wrote
+        self._along = Along(self._merge_batch_result, lambda fn: self._executor().submit(fn))
 
     @property
     def kind(self) -> str:
@@ -117,6 +126,11 @@ class Store:
         for f in pending:
             f.result()
 
+    def _images_written(self) -> None:
+        """Wait for the image writes in the background now (from any thread; failures raise in flush)."""
+        for f in list(self._pending):
+            f.exception()
+
     # --- layout (keys, store-relative)
     def image_ref(self, digest: str) -> str:
         return f"images/{digest[:2]}/{digest}.png"
@@ -138,6 +152,8 @@ class Store:
         if self.objects.parallel > 1:
             pool = self._executor()
             self._pending = [f for f in self._pending if not f.done() or f.exception()]
+            if len(self._pending) >= AHEAD:  # bounded: in an outage, botocore's retry quota (about 35
+                self._pending[-AHEAD].exception()  # retries a client) is shared by all requests in flight
             self._pending.append(pool.submit(self._write_image, digest, png, meta))
         else:
             self._write_image(digest, png, meta)
@@ -245,6 +261,15 @@ class Store:
         running now (or stopped), or their process died (base.open_deliveries)."""
         return open_deliveries(self._events(job_id, batch_id))
 
+    def reset_batches(self, job_id: str, batch_ids: list[str]) -> None:
+        """Forget each batch's deliveries and result (the coordinator submitting them), overlapping
+        where the kind allows (a list and a delete a batch on S3)."""
+        self._map(lambda b: (self.reset_batch(job_id, b), self.remove_batch_result(job_id, b)), batch_ids)
+
+    def deliveries_of(self, job_id: str, batch_ids: list[str]) -> dict[str, int]:
+        """`deliveries` of each batch, overlapping where the kind allows."""
+        return dict(zip(batch_ids, self._map(lambda b: self.deliveries(job_id, b), batch_ids), strict=True))
+
     def reset_batch(self, job_id: str, batch_id: str) -> None:
         """Forget a batch's deliveries (the coordinator does this when it submits the batch)."""
         ref = self._attempts_ref(job_id, batch_id)
@@ -258,23 +283,55 @@ class Store:
     def write_batch_result(self, job_id: str, result: dict) -> dict:
         """Merge `result` into the stored one (base.merge_batch_results) and write it if the stored one
         is still the one read (`swap`); another writer in between: read and merge again. Images still
-        being written in the background are waited for first. Returns what the store now holds."""
+        being written in the background are waited for first, and so is the write `record_frames` has
+        in flight for this batch (the frames it still holds queued go with this one). Returns what the
+        store now holds."""
+        queued = self._along.settle(job_id, result["batch"])
+        if queued:  # older than `result`: merged under it
+            result = merge_batch_results({"batch": result["batch"], "frames": queued}, result)
         self.flush()
+        return self._merge_batch_result(job_id, result)
+
+    def record_frames(self, job_id: str, result: dict) -> None:
+        """Merge a few frames of a batch into its stored result along the way (a worker after each
+        frame): at once where requests are cheap (`parallel` 1), else in the background, coalesced
+        (farm.store.along); the batch's `write_batch_result` waits for them."""
+        if self.objects.parallel <= 1:
+            self.write_batch_result(job_id, result)
+        else:
+            self._along.add(job_id, result)
+
+    def _merge_batch_result(self, job_id: str, result: dict) -> dict:
+        """The compare-and-swap loop of write_batch_result, once the images it names are stored."""
+        self._images_written()
         key = self.batch_ref(job_id, result["batch"])
+        known = self._written.pop(key, None)
+        if known is None and self.objects.parallel > 1:
+            known = (None, None)  # assumed absent: a request saved on a first write, a failed swap if not
         for attempt in range(CAS_ATTEMPTS):
-            doc = _Doc(self.objects, key)
-            try:
-                old = read_document(doc, check_batch_result)
-            except FileNotFoundError:
-                old = None
-            except (ValueError, RuntimeError):  # not a batch result (damaged): replaced
-                old = None
+            old, tag = known if known is not None else self._stored_result(key)
+            known = None
             merged = merge_batch_results(old, result)
-            if self.objects.swap(key, json_bytes(merged), doc.tag) is not None:
+            new_tag = self.objects.swap(key, json_bytes(merged), tag)
+            if new_tag is not None:
+                self._written[key] = (merged, new_tag)
+                while len(self._written) > WRITTEN:
+                    self._written.pop(next(iter(self._written)))
                 return merged
-            time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))  # changed or removed since read
+            if attempt:
+                time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** attempt)))  # changed or removed since read
         raise StoreError(f"{self.location}: batch result {key} kept changing under {CAS_ATTEMPTS} attempts to merge"
                          f" into it; too many workers write this batch at once")
+
+    def _stored_result(self, key: str) -> tuple[dict | None, str | None]:
+        """A batch result as stored and its tag; (None, None) when there is none or it is damaged."""
+        doc = _Doc(self.objects, key)
+        try:
+            return read_document(doc, check_batch_result), doc.tag
+        except FileNotFoundError:
+            return None, None
+        except (ValueError, RuntimeError):  # not a batch result (damaged): replaced
+            return None, doc.tag
 
     def read_batch_result(self, job_id: str, batch_id: str) -> dict | None:
         """The batch's result, None when there is none (StoreError when it is not a batch result)."""
@@ -284,6 +341,7 @@ class Store:
             return None
 
     def remove_batch_result(self, job_id: str, batch_id: str) -> None:
+        self._written.pop(self.batch_ref(job_id, batch_id), None)
         self.objects.delete([self.batch_ref(job_id, batch_id)])
 
     # --- jobs

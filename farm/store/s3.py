@@ -39,7 +39,10 @@ here only, so a folder store does not need it (`pip install modelfarm[s3]`).
 One boto3 client per process (and per endpoint and retry settings), made when first needed and
 reused by every store opened in it (a client costs ~150 ms of CPU to make); boto3 clients are
 thread-safe, so the domain layer's background writes and parallel reads (`PARALLEL` at once) share
-it, with a connection pool as large.
+it, with a connection pool as large: images (at most `domain.AHEAD` in flight: in an outage
+botocore's retry quota is shared by every request in flight) and the frames a worker records along
+the way (farm.store.along). Only Content-MD5 checks a body (no CRC32 beside it, unless
+AWS_REQUEST_CHECKSUM_CALCULATION asks).
 """
 
 from __future__ import annotations
@@ -268,8 +271,11 @@ def _make_client():
     chain = botocore.session.get_session()
     retries = {"mode": chain.get_config_variable("retry_mode") or "standard",
                "total_max_attempts": chain.get_config_variable("max_attempts") or MAX_ATTEMPTS}
+    # Content-MD5 (_md5) already guards every body: no second checksum (CRC32) unless the environment asks
+    checksums = {f"{name}": os.environ.get(f"AWS_{name.upper()}") or "when_required"
+                 for name in ("request_checksum_calculation", "response_checksum_validation")}
     return boto3.session.Session().client("s3", config=Config(retries=retries, connect_timeout=5, read_timeout=60,
-                                                              max_pool_connections=PARALLEL))
+                                                              max_pool_connections=PARALLEL, **checksums))
 
 
 def _endpoint(store: S3Objects) -> str:

@@ -185,5 +185,8 @@ class ThumbnailKind(BatchKind):
     def record(self, store, job_id: str, result: BatchResult) -> None:
         pass  # the coordinator records what it receives
 
+    def record_along(self, store, job_id: str, result: BatchResult) -> None:
+        pass  # nor along the way
+
 
 THUMBNAIL = ThumbnailKind()
