@@ -91,8 +91,8 @@ def test_nightly_writes_dated_reports_and_status_files(tmp_path, monkeypatch):
 
 
 def test_the_task_runs_the_nightly_function_on_the_apps_broker(monkeypatch, tmp_path):
-    from farm.flows import nightly
     from farm.celery.tasks import app  # the tasks registered, as a worker has them
+    from farm.flows import nightly
 
     seen = {}
 

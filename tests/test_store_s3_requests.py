@@ -111,7 +111,7 @@ def test_the_hint_after_a_run_without_goldens_reads_no_image_or_sidecar(store_en
     import subprocess
     import sys
 
-    from farm.pipeline import compare_job
+    from farm.flows.pipeline import compare_job
     from farm.run.jobs import JobState
     from renderer.samples import write_samples
 
