@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from renderer.assets.search import AssetSearch, ModelLocation, is_map_folder  # noqa: E402
-from renderer.assets.trees import FolderStore  # noqa: E402
+from renderer.assets.trees import AssetFolder  # noqa: E402
 
 CORPUS = ROOT.parent / "shared" / "corpus"
 MODEL_GLOBS = ("*.mdx", "*.mdl", "*.MDX", "*.MDL")
@@ -46,7 +46,7 @@ def map_roots(corpus: Path) -> list[Path]:
     for d in sorted(p for p in corpus.rglob("*") if p.is_dir()):
         if any(d.is_relative_to(r) for r in roots):
             continue
-        store = FolderStore(d.parent)
+        store = AssetFolder(d.parent)
         if is_map_folder(store, (d.name,)):
             roots.append(d)
     return roots

@@ -12,7 +12,7 @@ from mpq_build import build, have_tools
 from renderer.assets import AssetSearch, ModelLocation
 from renderer.assets.search import is_map_folder
 from renderer.assets.sources import source_name
-from renderer.assets.trees import FolderStore
+from renderer.assets.trees import AssetFolder
 from renderer.formats import load_model
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools(
 def map_roots() -> list:
     roots = []
     for d in sorted(p for p in CORPUS.rglob("*") if p.is_dir()):
-        if not any(d.is_relative_to(r) for r in roots) and is_map_folder(FolderStore(d.parent), (d.name,)):
+        if not any(d.is_relative_to(r) for r in roots) and is_map_folder(AssetFolder(d.parent), (d.name,)):
             roots.append(d)
     return roots
 
