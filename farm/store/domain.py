@@ -152,8 +152,8 @@ class Store:
         if self.objects.parallel > 1:
             pool = self._executor()
             self._pending = [f for f in self._pending if not f.done() or f.exception()]
-            if len(self._pending) >= AHEAD:  # bounded: in an outage, botocore's retry quota (about 35
-                self._pending[-AHEAD].exception()  # retries a client) is shared by all requests in flight
+            if len(self._pending) >= AHEAD:  # bounded: PNG bytes held in memory while the store is slow
+                self._pending[-AHEAD].exception()
             self._pending.append(pool.submit(self._write_image, digest, png, meta))
         else:
             self._write_image(digest, png, meta)

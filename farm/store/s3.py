@@ -31,16 +31,18 @@ The folder store's rules (farm.store.base), kept with what every S3-protocol ser
 
 Endpoint, region and keys come from boto3's usual chain (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3,
 AWS_REGION / AWS_DEFAULT_REGION, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_PROFILE, ~/.aws/config).
-Transient failures (the endpoint unreachable, a 5xx, throttling) are retried by botocore's
-"standard" retry mode with exponential backoff: AWS_MAX_ATTEMPTS / AWS_RETRY_MODE when set, else
-MAX_ATTEMPTS attempts (about a minute of backoff); then one StoreError sentence. boto3 is imported
+Transient failures (the endpoint unreachable, a connection cut, a 5xx, throttling) are retried here,
+request by request, with botocore's standard backoff (min(random x 2^n, 20) s): AWS_MAX_ATTEMPTS
+attempts when set, else MAX_ATTEMPTS (about a minute of backoff); then one StoreError sentence.
+Not by botocore's own retry modes: their retry quota (500, 14 a retry) is one per client, and the
+one client a process shares ran out of it within seconds of an outage, with 16 requests in flight
+retrying, so requests then failed at their first attempt and frames were lost. boto3 is imported
 here only, so a folder store does not need it (`pip install modelfarm[s3]`).
 
 One boto3 client per process (and per endpoint and retry settings), made when first needed and
 reused by every store opened in it (a client costs ~150 ms of CPU to make); boto3 clients are
 thread-safe, so the domain layer's background writes and parallel reads (`PARALLEL` at once) share
-it, with a connection pool as large: images (at most `domain.AHEAD` in flight: in an outage
-botocore's retry quota is shared by every request in flight) and the frames a worker records along
+it, with a connection pool as large: images (at most `domain.AHEAD` in flight) and the frames a worker records along
 the way (farm.store.along). Only Content-MD5 checks a body (no CRC32 beside it, unless
 AWS_REQUEST_CHECKSUM_CALCULATION asks).
 """
@@ -49,6 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import threading
 import time
 from collections.abc import Iterable
@@ -60,7 +63,9 @@ from farm.store.mirror import TreeMirror
 
 __all__ = ["MAX_ATTEMPTS", "PARALLEL", "S3Objects", "S3Store", "TreeMirror", "parse_s3_url"]
 
-MAX_ATTEMPTS = 10  # botocore standard mode: backoff min(random * 2**n, 20) s between attempts
+MAX_ATTEMPTS = 10  # attempts of a request (AWS_MAX_ATTEMPTS when set); backoff min(random * 2**n, 20) s between
+TRANSIENT = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed", "InternalError",
+             "ServiceUnavailable", "PriorRequestNotComplete"}  # error codes retried (and any 5xx)
 PARALLEL = 16  # requests in flight at once per process (background image writes, parallel reads)
 PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 MISSING = {"NoSuchKey", "404", "NotFound"}
@@ -113,17 +118,24 @@ class S3Objects:
         passes through as botocore's ClientError, anything else is one StoreError sentence."""
         from botocore.exceptions import BotoCoreError, ClientError
 
-        try:
-            return getattr(self.client, op)(Bucket=self.bucket, **kw)
-        except ClientError as e:
-            code = str(e.response.get("Error", {}).get("Code", ""))
-            if code in MISSING:
-                raise FileNotFoundError(f"s3://{self.bucket}/{kw.get('Key', '')}") from None
-            if code in PRECONDITION or (code == "NotImplemented" and ("IfNoneMatch" in kw or "IfMatch" in kw)):
-                raise
-            raise StoreError(_client_sentence(self, code, e)) from None
-        except BotoCoreError as e:
-            raise StoreError(_unreachable_sentence(self, e)) from None
+        attempts = _attempts()
+        for attempt in range(1, attempts + 1):
+            try:
+                return getattr(self.client, op)(Bucket=self.bucket, **kw)
+            except ClientError as e:
+                code = str(e.response.get("Error", {}).get("Code", ""))
+                if code in MISSING:
+                    raise FileNotFoundError(f"s3://{self.bucket}/{kw.get('Key', '')}") from None
+                if code in PRECONDITION or (code == "NotImplemented" and ("IfNoneMatch" in kw or "IfMatch" in kw)):
+                    raise
+                status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+                if attempt == attempts or not (code in TRANSIENT or status >= 500):
+                    raise StoreError(_client_sentence(self, code, e)) from None
+            except BotoCoreError as e:
+                if attempt == attempts or not _transient(e):
+                    raise StoreError(_unreachable_sentence(self, e)) from None
+            time.sleep(min(random.random() * 2 ** (attempt - 1), 20))
+        raise AssertionError("unreachable")
 
     def get_tagged(self, key: str) -> tuple[bytes, str]:
         """An object's bytes and ETag; a body cut off mid-read is fetched again (botocore retries the
@@ -253,7 +265,7 @@ def _client():
     once and reused (a forked worker makes its own; a changed AWS_ENDPOINT_URL, another)."""
     settings = (os.getpid(), *(os.environ.get(v) for v in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION",
                                                             "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
-                                                            "AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE")))
+                                                            "AWS_MAX_ATTEMPTS")))
     client = _CLIENTS.get(settings)
     if client is None:
         with _CLIENTS_LOCK:
@@ -265,17 +277,27 @@ def _client():
 
 def _make_client():
     import boto3
-    import botocore.session
     from botocore.config import Config
 
-    chain = botocore.session.get_session()
-    retries = {"mode": chain.get_config_variable("retry_mode") or "standard",
-               "total_max_attempts": chain.get_config_variable("max_attempts") or MAX_ATTEMPTS}
+    retries = {"mode": "standard", "total_max_attempts": 1}  # S3Objects._call retries (the module docstring)
     # Content-MD5 (_md5) already guards every body: no second checksum (CRC32) unless the environment asks
     checksums = {f"{name}": os.environ.get(f"AWS_{name.upper()}") or "when_required"
                  for name in ("request_checksum_calculation", "response_checksum_validation")}
     return boto3.session.Session().client("s3", config=Config(retries=retries, connect_timeout=5, read_timeout=60,
                                                               max_pool_connections=PARALLEL, **checksums))
+
+
+def _attempts() -> int:
+    """Attempts of one request: AWS_MAX_ATTEMPTS when set (botocore's own variable), else MAX_ATTEMPTS."""
+    value = os.environ.get("AWS_MAX_ATTEMPTS", "").strip()
+    return max(1, int(value)) if value.isdigit() else MAX_ATTEMPTS
+
+
+def _transient(e: Exception) -> bool:
+    """A failure another attempt may not meet: no connection, a connection cut, a read timed out."""
+    from botocore.exceptions import ConnectionError, HTTPClientError
+
+    return isinstance(e, (ConnectionError, HTTPClientError))
 
 
 def _endpoint(store: S3Objects) -> str:
@@ -293,8 +315,7 @@ def _unreachable_sentence(store: S3Objects, e: Exception) -> str:
                 f" or ~/.aws/credentials")
     if isinstance(e, NoRegionError):
         return f"no region for {store.location}: set AWS_REGION (or AWS_DEFAULT_REGION, ~/.aws/config)"
-    attempts = store.client.meta.config.retries.get("total_max_attempts") or MAX_ATTEMPTS
-    return (f"the object store {_endpoint(store)} ({store.location}) did not answer after {attempts} attempts"
+    return (f"the object store {_endpoint(store)} ({store.location}) did not answer after {_attempts()} attempts"
             f" ({e}); check AWS_ENDPOINT_URL and that the server is up")
 
 
