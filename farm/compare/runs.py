@@ -48,7 +48,7 @@ import numpy as np
 from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
 from farm.compare.metrics import Comparison, compare
 from farm.compare.status import statuses
-from farm.files import json_bytes
+from farm.files import json_wide_bytes
 from farm.goldens.index import GoldenIndex, env_key, now
 from farm.images import blank_reason, image_digest, png_bytes, read_png
 from farm.plan.causes import CAUSE_HINTS
@@ -358,7 +358,7 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
     }
     verdict(results, allow_new)
     if write:
-        job.store.put_artefact(job.id, COMPARISON, json_bytes(results))
+        job.store.put_artefact(job.id, COMPARISON, json_wide_bytes(results, "traces"))
     return results
 
 
@@ -474,5 +474,5 @@ def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:
     }
     verdict(results)
     if write:
-        head.store.put_artefact(head.id, f"diff-{base.id}.json", json_bytes(results))
+        head.store.put_artefact(head.id, f"diff-{base.id}.json", json_wide_bytes(results, "traces"))
     return results

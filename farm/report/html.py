@@ -24,6 +24,7 @@ import hashlib
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
 
 from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
@@ -63,10 +64,11 @@ def _anchor(key: str) -> str:
 
 
 def build_views(results: dict, out: Path, serve: dict | None = None, traces: list[dict] | None = None,
-                prefix: str = "") -> list[dict]:
+                prefix: str = "", placed: set[str] | None = None) -> list[dict]:
     """The cards of `traces` (default: every trace, in `sort_traces` order), their images put into the
-    report folder `out`; image URLs start with `prefix` (a page in pages/: "../")."""
-    images = ReportImages(out, prefix)
+    report folder `out` (`placed`: the images already there, `ReportImages`); image URLs start with
+    `prefix` (a page in pages/: "../")."""
+    images = ReportImages(out, prefix, placed)
     store = open_store(results["store"])
     diff = results.get("kind") == "diff"
     head_store = open_store(results["head"]["store"]) if diff else store
@@ -115,7 +117,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None, traces: lis
             "key": t["key"], "anchor": _anchor(t["key"]), "model": t.get("model") or "", "status": t["status"],
             "group": group_of(t["status"]), "label": LABELS.get(t["status"], t["status"]),
             "match": t.get("match"), "reason": t.get("reason"), "new_src": new_src, "golden_src": golden_src,
-            "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]),
+            "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]), "dims": _dims(size),
             "metrics": rows, "limits": None if rows else thresholds_text(t.get("thresholds")),  # shown without rows
             "facts": facts,
             "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
@@ -125,6 +127,12 @@ def build_views(results: dict, out: Path, serve: dict | None = None, traces: lis
             **compact_cells(t),
         })
     return views
+
+
+def _dims(size) -> Markup:
+    """An image's size attributes, written once a card (ten images show it; numbers only)."""
+    w, h = int(size[0]), int(size[1])
+    return Markup(f'width="{w}" height="{h}" data-w="{w}" data-h="{h}"')
 
 
 def _strip_frame(strip: FilmStrip, i: int, v: dict) -> dict:
@@ -204,12 +212,13 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None, pag
 
 def _write_page(results: dict, out: Path, page: Page, count: int, serve: dict | None, extra: dict) -> list[dict]:
     """Write one page (its cards' and filmstrips' images first); returns its views."""
-    prefix = "" if page.number == 1 else "../"
-    views = build_views(results, out, serve, page.traces, prefix)
+    prefix, placed = "" if page.number == 1 else "../", extra["placed"]
+    views = build_views(results, out, serve, page.traces, prefix, placed)
     strip_traces = [t for s in page.strips for t in s.frames]
-    strip_views = build_views(results, out, serve, strip_traces, prefix) if strip_traces else []
+    strip_views = build_views(results, out, serve, strip_traces, prefix, placed) if strip_traces else []
     strips = build_strip_views(results, strip_views, serve, page.strips)
-    html = render_html(results, views, serve, {"number": page.number, "count": count, "strips": strips, **extra})
+    html = render_html(results, views, serve, {"number": page.number, "count": count, "strips": strips,
+                                               **{k: v for k, v in extra.items() if k != "placed"}})
     atomic_write(out / page_url(page.number), html.encode("utf-8"))
     return views
 
@@ -242,7 +251,8 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
             atomic_write(out / "static" / f.name, f.read_bytes())
     results = {**results, "origin": report_origin(results, out, report_url)}  # for farm approve REPORT
     order = sort_traces(results["traces"].values())
-    pages = plan_pages(order, filmstrips(results["traces"].values()))
+    strips = filmstrips(results["traces"].values())
+    pages = plan_pages(order, strips)
     _clear_pages(out, len(pages))
     files = 0
     if len(pages) > 1:
@@ -251,7 +261,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
             files = n
     models = sorted({t.get("model") or "" for t in order})
     extra = {"models": models if len(models) <= MAX_MODEL_OPTIONS else [], "row_files": files,
-             "head": counts_view(results)}  # once: it walks every trace, and every page shows it
+             "head": counts_view(results), "placed": set()}  # once: it walks every trace, and every page shows it
     first: list[dict] = []
     for page in pages:
         views = _write_page(results, out, page, len(pages), serve, extra)
@@ -261,7 +271,7 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     write_junit(paths["junit"], results, out)
     md_views = _markdown_views(results, out, order, first, markdown_limit)
     atomic_write(paths["markdown"], markdown_summary(results, md_views, image_base=image_base, limit=markdown_limit,
-                                                     report_url=report_url).encode("utf-8"))
+                                                     report_url=report_url, strips=strips).encode("utf-8"))
     write_chunks(paths["results"], json_wide_chunks(results, "traces"))
     return paths
 

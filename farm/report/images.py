@@ -52,30 +52,37 @@ def _put(src: Path, dest: Path) -> None:
 class ReportImages:
     """Puts images into a report folder once each; returns the URL a page at `prefix` uses for them."""
 
-    def __init__(self, out: Path, prefix: str = ""):
+    def __init__(self, out: Path, prefix: str = "", placed: set[str] | None = None):
         self.out = Path(out)
         self.prefix = prefix  # "" for pages in the report folder, "../" for those in pages/
+        # relpaths known to be in the folder: shared by the pages of one report, so an image shown on
+        # several (a card and a filmstrip) is looked for once
+        self.placed = set() if placed is None else placed
 
     def add(self, src: str | Path | None, relpath: str) -> str | None:
         """Put file `src` at `relpath` (None when there is no such file)."""
         if not src:
             return None
-        dest = self.out / relpath
-        if not dest.is_file():
-            src = Path(src)
-            if not src.is_file():
-                return None
-            _put(src, dest)
+        if relpath not in self.placed:
+            dest = self.out / relpath
+            if not dest.is_file():
+                src = Path(src)
+                if not src.is_file():
+                    return None
+                _put(src, dest)
+            self.placed.add(relpath)
         return self.prefix + relpath
 
     def add_ref(self, store, ref: str | None, relpath: str) -> str | None:
         """Put a store's file (an image or artefact reference) at `relpath`."""
         if not ref:
             return None
-        dest = self.out / relpath
-        if not dest.is_file():
-            path = store.local_path(ref)
-            if path is None:
-                return None
-            _put(Path(path), dest)
+        if relpath not in self.placed:
+            dest = self.out / relpath
+            if not dest.is_file():
+                path = store.local_path(ref)
+                if path is None:
+                    return None
+                _put(Path(path), dest)
+            self.placed.add(relpath)
         return self.prefix + relpath

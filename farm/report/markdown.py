@@ -158,11 +158,11 @@ def _tables(traces: list[dict], by_key: dict, image_base: str | None, limit: int
     return table_rows, shown
 
 
-def _strip_lines(results: dict, link: str | None) -> list[str]:
-    """One line per failing filmstrip: its status, name (linked to its anchor in the full report when
-    there is a link), its frames' counts and where in time it fails."""
+def _strip_lines(results: dict, link: str | None, strips: list | None = None) -> list[str]:
+    """One line per failing filmstrip (of `strips`, default the results' own): its status, name (linked
+    to its anchor in the full report when there is a link), its frames' counts and where in time it fails."""
     lines = []
-    for strip in filmstrips(results["traces"].values()):
+    for strip in filmstrips(results["traces"].values()) if strips is None else strips:
         if not strip.failing:
             continue
         name = f"<code>{_cell(strip.name)}</code>"
@@ -206,7 +206,8 @@ def _fit(assemble, tables: list, details: list[str], strips: list[str], max_char
 
 
 def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str | None = None,
-                     limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS) -> str:
+                     limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS,
+                     strips: list | None = None) -> str:
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
     if diff:
@@ -236,7 +237,7 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
 
     traces = sort_traces(results["traces"].values())
     table_rows, shown = _tables(traces, {v["key"]: v for v in views or []}, image_base, limit, diff)
-    strip_lines = _strip_lines(results, link)
+    strip_lines = _strip_lines(results, link, strips)
     tail_lines = []
     if not diff and (counts.get("new") or counts.get("fail")):
         source, where = approve_source(results, link)

@@ -8,6 +8,8 @@ farm.compare.status.verdict_word; nothing here holds a metric against a threshol
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
 from pathlib import Path
 
@@ -21,9 +23,15 @@ __all__ = ["MARK_FLAGS", "approve_command", "approve_flags", "bulk_commands", "c
 
 def shell_path(path: str | Path) -> str:
     """A path for a command line: relative to the current folder when inside it, else absolute."""
-    p = Path(path).absolute()
+    return _shell_path(str(path), os.getcwd())
+
+
+@functools.lru_cache(maxsize=64)
+def _shell_path(path: str, cwd: str) -> str:
+    # cached: a report writes the same --out and --goldens into two commands a card
+    p = Path(cwd, path)
     try:
-        rel = p.relative_to(Path.cwd())
+        rel = p.relative_to(cwd)
     except ValueError:
         return str(p)
     return rel.as_posix() or "."
