@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 from s3server import BUCKET, MOTO
 
+import farm.store
 from farm.store import is_url, open_store, split_job_url
 from farm.store.documents import StoreError
 
@@ -244,6 +245,9 @@ def test_a_url_of_an_unknown_scheme_is_refused_not_a_folder(tmp_path, monkeypatc
     assert split_job_url("mem://x/p/jobs/j1.json") == ("mem://x/p", "j1")
     assert split_job_url("s3://b/jobs/j1.json") == ("s3://b", "j1") and split_job_url("ftp://b/jobs/j.json") is None
     assert open_store(f"file://{tmp_path}/f").location == str(tmp_path / "f")
+    # a kind registered after import, with an empty host (``sqlite:///path``): its job URLs split too
+    monkeypatch.setitem(farm.store.KINDS, "sqlite", "farm.store.mem:open_mem")
+    assert split_job_url("sqlite:///var/farm.db/jobs/j2.json") == ("sqlite:///var/farm.db", "j2")
 
 
 # --- the mirror's lock (farm thumbnails -o URL): a lease

@@ -26,7 +26,7 @@ KINDS = {
     "mem": "farm.store.mem:open_mem",
 }
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
-_JOB_URL = re.compile(rf"((?:{'|'.join(map(re.escape, KINDS))})://[^/]+(?:/.+?)?)/jobs/([^/]+)\.json")
+_JOB_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/]*(?:/.+?)?)/jobs/([^/]+)\.json")  # an empty host too
 
 
 def _scheme(location: str) -> str | None:
@@ -62,4 +62,4 @@ def split_job_url(ref: str) -> tuple[str, str] | None:
     """(store location, job id) of a job reference given as a store URL (``s3://BUCKET/PREFIX/jobs/<id>.json``),
     None for anything else."""
     m = _JOB_URL.fullmatch(ref)
-    return (m.group(1), m.group(2)) if m else None
+    return (m.group(1), m.group(2)) if m and is_url(m.group(1)) else None
