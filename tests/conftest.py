@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +32,55 @@ def redis_up(port: int = REDIS_PORT) -> bool:
             return s.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+REDIS_SERVER = shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((REDIS_HOST, 0))
+        return s.getsockname()[1]
+
+
+class Redis:
+    """A Redis server of a test's own, on a free port, keeping its data in `folder` (append-only file,
+    fsync always), so a test can stop, kill and restart it."""
+
+    def __init__(self, folder: Path):
+        self.port = free_port()
+        self.folder = folder
+        self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{REDIS_HOST}:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", REDIS_HOST, "--dir", str(self.folder),
+             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 15
+        while not redis_up(self.port):
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # Redis flushes its AOF and exits
+            self.proc.wait(15)
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A started `Redis` of the test's own (stopped after it)."""
+    if REDIS_SERVER is None:
+        pytest.skip("redis-server is not installed (scripts/system-deps.sh installs it)")
+    r = Redis(tmp_path)
+    r.start()
+    yield r
+    r.stop()
 
 
 def corpus_files(*patterns: str) -> list[Path]:

@@ -14,69 +14,18 @@ is the farm's, not llvmpipe's. Recovery times are printed (`pytest -s`) for the 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import REDIS_SERVER
 
 ROOT = Path(__file__).resolve().parents[1]
-REDIS_SERVER = shutil.which("redis-server")
 pytestmark = [pytest.mark.slow,  # Redis servers and Celery workers of its own (make test-fast leaves them out)
               pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-class Redis:
-    def __init__(self, folder: Path):
-        self.port = _free_port()
-        self.folder = folder
-        self.proc = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
-             "--appendonly", "yes", "--appendfsync", "always", "--save", "", "--daemonize", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 15
-        while not _ping(self.port):
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)  # Redis flushes its AOF and exits
-            self.proc.wait(15)
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    r = Redis(tmp_path)
-    r.start()
-    yield r
-    r.stop()
 
 
 def _env(redis_url: str, **extra) -> dict:

@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 import pytest
-from test_celery_faults import REDIS_SERVER, Redis, _env, _stop, _wait_for, _worker
+from conftest import REDIS_SERVER, Redis
+from test_celery_faults import _env, _stop, _wait_for, _worker
 
 from farm.run.execute import BatchResult, FrameResult, render_batch
 from farm.store import FolderStore
@@ -228,14 +229,6 @@ def test_a_redelivery_keeps_and_skips_the_frames_already_done(tmp_path):
 
 # --------------------------------------------------------------------------------------------
 # Celery: the hard time limit, a stopped pool process, retry --pending, Redis lost
-
-
-@pytest.fixture
-def redis_server(tmp_path):
-    r = Redis(tmp_path)
-    r.start()
-    yield r
-    r.stop()
 
 
 @needs_redis

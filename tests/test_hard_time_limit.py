@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from test_celery_faults import REDIS_SERVER, _env, _job_file, _stop, _worker, redis_server  # noqa: F401
+from conftest import REDIS_SERVER
+from test_celery_faults import _env, _job_file, _stop, _worker
 
 from renderer.png import read_png
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import podman_image as pi
 import pytest
+from conftest import REDIS_SERVER
 from s3server import BUCKET, s3  # noqa: F401 - s3 is a fixture
-from test_celery_faults import REDIS_SERVER, Redis
 
 pytestmark = pytest.mark.slow
 
@@ -135,15 +135,7 @@ def _same(cwd: Path, here: str, there: str, env: dict | None = None) -> None:
     assert json.loads(diff.stdout)["verdict"] == "same", diff.stdout[-3000:]
 
 
-@pytest.fixture
-def redis(tmp_path):
-    server = Redis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
-def test_a_worker_in_the_image_renders_a_host_job_into_a_folder_store(image, site, redis):
+def test_a_worker_in_the_image_renders_a_host_job_into_a_folder_store(image, site, redis_server):
     _, inside = image
     manifest = _manifest(site)
     local = _farm(site, "run", str(manifest), "--out", str(site / "local"), "--job-id", "here", "--workers", "1",
@@ -154,10 +146,11 @@ def test_a_worker_in_the_image_renders_a_host_job_into_a_folder_store(image, sit
     log = site / "worker.log"
     # The folder store is shared with the host's coordinator, root here (its Python is under /root),
     # so this worker runs as root too: a shared store must be writable by both (docker/README).
-    worker = _worker(inside, redis.url, queue, [site], {}, log, uid=0)
+    worker = _worker(inside, redis_server.url, queue, [site], {}, log, uid=0)
     try:
-        there = _farm(site, "run", str(manifest), "--out", str(store), "--job-id", "there", "--broker", redis.url,
-                      "--no-compare", "--no-progress", env={"FARM_QUEUE": queue, "FARM_RESULT_BACKEND": redis.url})
+        url = redis_server.url
+        there = _farm(site, "run", str(manifest), "--out", str(store), "--job-id", "there", "--broker", url,
+                      "--no-compare", "--no-progress", env={"FARM_QUEUE": queue, "FARM_RESULT_BACKEND": url})
         assert there.returncode == 0, there.stdout + there.stderr + log.read_text()[-4000:]
     finally:
         _stop(worker)
@@ -167,7 +160,7 @@ def test_a_worker_in_the_image_renders_a_host_job_into_a_folder_store(image, sit
     _same(site, str(site / "local" / "jobs" / "here.json"), str(store / "jobs" / "there.json"))
 
 
-def test_a_worker_in_the_image_that_sees_no_model_renders_a_host_job_into_s3(image, site, redis, s3):  # noqa: F811
+def test_a_worker_in_the_image_that_sees_no_model_renders_a_host_job_into_s3(image, site, redis_server, s3):  # noqa: F811
     _, inside = image
     manifest = _manifest(site)
     local = _farm(site, "run", str(manifest), "--out", str(site / "local"), "--job-id", "here", "--workers", "1",
@@ -178,14 +171,14 @@ def test_a_worker_in_the_image_that_sees_no_model_renders_a_host_job_into_s3(ima
     aws = {k: v for k, v in s3.env.items() if k.startswith("AWS_")}
     queue = f"image-s3-{uuid.uuid4().hex[:8]}"
     log = site / "worker.log"
-    worker = _worker(inside, redis.url, queue, [], {**aws, "AWS_CONFIG_FILE": "/nonexistent",
+    worker = _worker(inside, redis_server.url, queue, [], {**aws, "AWS_CONFIG_FILE": "/nonexistent",
                                                      "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent"}, log)
     url = f"s3://{BUCKET}/image-{queue}"
     try:
-        there = _farm(site, "run", str(manifest), "--out", url, "--job-id", "there", "--broker", redis.url,
+        there = _farm(site, "run", str(manifest), "--out", url, "--job-id", "there", "--broker", redis_server.url,
                       "--inputs", "travel", "--no-compare", "--no-progress",
                       env={**s3.env, **HOST_ENV, "HOME": str(site), "FARM_QUEUE": queue,
-                           "FARM_RESULT_BACKEND": redis.url})
+                           "FARM_RESULT_BACKEND": redis_server.url})
         assert there.returncode == 0, there.stdout + there.stderr + log.read_text()[-4000:]
     finally:
         _stop(worker)
