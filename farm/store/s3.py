@@ -64,8 +64,8 @@ from farm.store.mirror import TreeMirror
 __all__ = ["MAX_ATTEMPTS", "PARALLEL", "S3Objects", "S3Store", "TreeMirror", "parse_s3_url"]
 
 MAX_ATTEMPTS = 10  # attempts of a request (AWS_MAX_ATTEMPTS when set); backoff min(random * 2**n, 20) s between
-TRANSIENT = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed", "InternalError",
-             "ServiceUnavailable", "PriorRequestNotComplete"}  # error codes retried (and any 5xx)
+TRANSIENT = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError", "ServiceUnavailable",
+             "PriorRequestNotComplete"}  # error codes retried (and any 5xx but 501 Not Implemented)
 PARALLEL = 16  # requests in flight at once per process (background image writes, parallel reads)
 PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 MISSING = {"NoSuchKey", "404", "NotFound"}
@@ -129,7 +129,7 @@ class S3Objects:
                 if code in PRECONDITION or (code == "NotImplemented" and ("IfNoneMatch" in kw or "IfMatch" in kw)):
                     raise
                 status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-                if attempt == attempts or not (code in TRANSIENT or status >= 500):
+                if attempt == attempts or not (code in TRANSIENT or (status >= 500 and status != 501)):
                     raise StoreError(_client_sentence(self, code, e)) from None
             except BotoCoreError as e:
                 if attempt == attempts or not _transient(e):
