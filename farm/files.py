@@ -21,12 +21,14 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from renderer.files import atomic_write
 
 __all__ = ["append_json_line", "append_line", "atomic_write", "atomic_write_json", "file_digest", "json_bytes",
-           "json_wide_bytes", "json_wide_chunks", "read_json_lines", "read_json_lines_at", "write_chunks"]
+           "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks", "read_json_lines", "read_json_lines_at",
+           "read_wide_json", "write_chunks"]
 
 log = logging.getLogger("farm.files")
 
@@ -41,24 +43,108 @@ def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) 
     atomic_write(path, json_bytes(obj), tmp_dir)
 
 
-def json_wide_chunks(obj: dict, wide: str):
-    """`obj` as JSON in pieces, for a document with one large member `wide` (a mapping: a comparison's
-    traces): sorted keys, each top-level member on a line, each of `wide`'s entries on a line of its
-    own (compact, by the C encoder), so the same data gives the same bytes and a million entries are
-    never one string. ensure_ascii is off as in json_bytes."""
+def json_wide_chunks(obj: dict, wide: str | tuple[str, ...]):
+    """`obj` as JSON in pieces, for a document with large members `wide` (a name or several: mappings,
+    such as a comparison's traces, a job's traces and batches): sorted keys, each top-level member on a
+    line, each of `wide`'s entries on a line of its own (compact, by the C encoder; a mapping with a
+    `json_lines()` of its own, such as farm.plan.traces.TraceTable, writes them), so the same data gives
+    the same bytes and a million entries are never one string. ensure_ascii is off as in json_bytes."""
     dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
     names = sorted(obj)
     yield "{\n"
     for i, name in enumerate(names):
         end = ",\n" if i < len(names) - 1 else "\n"
-        if name == wide and isinstance(obj[name], dict):
-            items = sorted(obj[name].items())
-            yield f" {dumps(name)}: {{" + ("\n" if items else "")
-            for j, (k, v) in enumerate(items):
-                yield f"  {dumps(k)}: {dumps(v)}" + (",\n" if j < len(items) - 1 else "\n")
-            yield (" }" if items else "}") + end
+        member = obj[name]
+        if name in ((wide,) if isinstance(wide, str) else wide) and isinstance(member, Mapping):
+            lines = member.json_lines() if hasattr(member, "json_lines") else \
+                (f"{dumps(k)}: {dumps(v)}" for k, v in sorted(member.items()))
+            yield f" {dumps(name)}: {{"
+            yield from _entry_lines(lines)
+            yield "}" + end
         else:
-            yield f" {dumps(name)}: {dumps(obj[name])}{end}"
+            yield f" {dumps(name)}: {dumps(member)}{end}"
+    yield "}\n"
+
+
+def _entry_lines(lines):
+    """A wide member's entries, one a line ("\n  entry", commas between, "\n " after the last)."""
+    first = True
+    for line in lines:
+        yield ("\n  " if first else ",\n  ") + line
+        first = False
+    if not first:
+        yield "\n "
+
+
+def read_wide_json(read, wide: dict, block: int = 1 << 22) -> dict:
+    """The document `json_wide_chunks` wrote, read through `read(n)` (a binary file's read) without
+    holding its large members whole: `wide` maps each such member's name to `put(key, value)`, which is
+    given its entries, parsed about `block` bytes of lines at a time; the document returned has ``{}``
+    there. ValueError when the bytes are not in that layout (an older, indented document: read it
+    whole instead; `put` may have been given some entries already)."""
+    openings = {b" " + json.dumps(name).encode() + b": {\n": put for name, put in wide.items()}
+    rest: list[bytes] = []
+    buf, pos, ended, put, opening, starved = b"", 0, False, None, b"", False
+    while True:
+        if (starved or len(buf) - pos < block) and not ended:  # a block ahead, or more for a long line
+            more = read(block)
+            buf, pos, ended, starved = buf[pos:] + more, 0, not more, False
+        if put is None:  # outside the wide members: a line at a time
+            end = buf.find(b"\n", pos)
+            if end < 0 and not ended:
+                starved = True
+                continue
+            if end < 0:
+                rest.append(buf[pos:])
+                break
+            line, pos = buf[pos:end + 1], end + 1
+            put = openings.get(line)
+            if put is None:
+                rest.append(line)
+            else:
+                opening = line
+            continue
+        if buf.startswith(b" }", pos):  # the line closing the member: where it starts, else -1
+            close = pos
+        else:
+            close = buf.find(b"\n }", pos)
+            close = close + 1 if close >= 0 else -1
+        cut = close if close >= 0 else buf.rfind(b"\n", pos) + 1  # the entries before it, else whole lines
+        if cut > pos:
+            _put_entries(buf[pos:cut], put, opening)
+            pos = cut
+        if close < 0:
+            if ended:
+                raise ValueError(f"{opening!r} does not end")
+            starved = cut <= pos
+            continue
+        end = buf.find(b"\n", pos)
+        if end < 0 and not ended:
+            starved = True
+            continue
+        if end < 0:
+            raise ValueError(f"{opening!r} does not end")
+        rest.append(opening[:-2] + b"{}" + buf[pos + 2:end + 1])
+        pos, put = end + 1, None
+    return json.loads(b"".join(rest))
+
+
+def _put_entries(lines: bytes, put, opening: bytes) -> None:
+    """Entries of a wide member, one a line (``  "key": value,``), parsed as one object and given to `put`."""
+    body = lines.rstrip()
+    entries = json.loads(b"{" + body.removesuffix(b",") + b"}")
+    if len(entries) != lines.count(b"\n"):
+        raise ValueError(f"{opening!r} is not written one entry a line (or repeats a key)")
+    for key, value in entries.items():
+        put(key, value)
+
+
+def json_mapping_chunks(items):
+    """A flat JSON object from sorted (key, value) pairs, one pair a line (compact values): an index of
+    a million entries written in pieces."""
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    yield "{"
+    yield from _entry_lines(f"{dumps(k)}: {dumps(v)}" for k, v in items)
     yield "}\n"
 
 

@@ -195,6 +195,30 @@ def test_loading_a_job_reads_only_the_log_records_its_document_lacks(store):
         assert sorted(int(k.rsplit("/", 1)[1][:12]) for k in logs) == [4, 5]
 
 
+def test_a_whole_document_written_at_a_runs_end_leaves_no_log_to_parse_again(store):
+    """When the document is written whole (the end of a run), the log records it holds are dropped:
+    a million-frame job's `farm status` parses its document, not a second copy of every change."""
+    from farm.run.jobs import JobState
+
+    key = "models/a.mdx|Stand|0ms|auto|8x8|msaa0|team0|transparent"
+    trace = {"model": "models/a.mdx", "batch": "b1", "status": "pending", "digest": None, "error": None, "attempts": 0}
+    store.write_job("j", {"format": "modelfarm.job/1", "job": "j", "runs": [], "batches": {}, "traces": {key: trace}})
+    job = JobState.load("j", store)
+    for n in range(3):
+        job.traces[key].update(status="done", digest=f"{n:064x}")
+        job._dirty.add(key)
+        job.save()
+    assert len(store.read_job_log("j")) == 3 and JobState.load("j", store).traces[key]["digest"] == f"{2:064x}"
+    job.save(force=True)
+    assert store.read_job_log("j") == [] and store.read_job("j")["log"] == 3
+    job.traces[key]["error"] = "later"
+    job._dirty.add(key)
+    job.save()  # numbered after what the document holds
+    assert [r["seq"] for r in store.read_job_log("j")] == [4]
+    again = JobState.load("j", store)
+    assert again.traces[key]["digest"] == f"{2:064x}" and again.traces[key]["error"] == "later"
+
+
 def test_a_damaged_document_is_one_sentence_naming_it(store):
     from farm.run.jobs import JobError, JobState
 

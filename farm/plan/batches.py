@@ -30,6 +30,7 @@ from farm.files import file_digest
 from farm.plan.causes import UNLOADABLE
 from farm.plan.keys import percent_text, trace_key_for
 from farm.plan.manifest import Manifest, ManifestError, ModelPlan, TraceThresholds, resolve_fallback
+from farm.plan.traces import TraceTable
 from farm.settings import RenderSettings
 from renderer.anim import find_sequence as _find_sequence
 from renderer.assets import read_source, split_source
@@ -233,7 +234,9 @@ class Plan:
     """A job, expanded: its batches and, per trace key, what the golden step needs to know."""
 
     batches: list[Batch]
-    traces: dict[str, dict]  # key -> {model, sequence, time_ms, batch, thresholds[, cause, error]}
+    # key -> {model, sequence, time_ms, batch, thresholds[, cause, error]}: one model's as a dict
+    # (expand_plan), a job's as a TraceTable (expand_manifest: a million traces in columns)
+    traces: dict | TraceTable
     models: dict[str, dict] = field(default_factory=dict)  # model rel -> ModelPlan.to_dict()
     unloadable: dict[str, str] = field(default_factory=dict)  # model rel -> "<rel> does not load: <sentence>"
     # model rel -> [(the sequence asked for, the names the model has)]: a manifest error (expand_manifest)
@@ -334,10 +337,11 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
                 thresholds = shared[matched] = dict(plan.thresholds)
                 for i in matched:
                     thresholds.update(trace_thresholds[i].values)
-            traces[k] = {"model": plan.rel, "sequence": b.sequence_name, "time_ms": t, "batch": b.id,
-                         "thresholds": thresholds}
+            trace = {"model": plan.rel, "sequence": b.sequence_name, "time_ms": t, "batch": b.id,
+                     "thresholds": thresholds}
             if plan.rel in unloadable:
-                traces[k].update(cause=UNLOADABLE, error=unloadable[plan.rel])
+                trace.update(cause=UNLOADABLE, error=unloadable[plan.rel])
+            traces[k] = trace
     return Plan(batches, traces, {plan.rel: plan.to_dict()}, unloadable, {plan.rel: unknown} if unknown else {})
 
 
@@ -365,7 +369,7 @@ def read_model(path: str):
 def expand_manifest(manifest: Manifest, loader=None) -> Plan:
     """Every model of the manifest, expanded. A sequence named in the manifest that a model does not
     have, and a `[[thresholds.traces]]` glob that matches no trace, are ManifestErrors naming the line."""
-    plan = Plan([], {}, {})
+    plan = Plan([], TraceTable(), {})
     cap, why = frame_limit()  # once, before planning takes the memory it measures
     for mp in manifest.plans:
         try:

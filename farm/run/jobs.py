@@ -14,6 +14,11 @@ state or the new one, never a mix. A document without ``log`` (modelfarm 0.2 wro
 progress tick into the document) is read as it is. The index (``index.json`` in the folder store:
 each rendered trace key -> its image digest) is written with the document.
 
+The traces are a `farm.plan.traces.TraceTable` (columns, not a dict a trace), and the document is
+written one trace and one batch a line, in pieces (`Store.write_job`), and read back a block of lines
+at a time into a table (`Store.read_job(traces=)`): a million-frame job is never one string or a
+million dicts in the coordinator, and `farm status` of it reads no more than the table.
+
 Workers never write the job file; each writes its batch's result next to it
 (``jobs/<job_id>/batches/<batch>.json``). `status` and `retry` merge those in, so a job whose
 `farm run` was interrupted (Ctrl-C, a lost terminal) while Celery workers went on is still
@@ -38,6 +43,7 @@ from farm.environment import broker_url, default_out, redact_url
 from farm.plan.batches import Batch, Plan, expand_manifest, expand_plan
 from farm.plan.causes import CAUSE_HINTS, RETRY_CANNOT_FIX, UNLOADABLE
 from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_manifest
+from farm.plan.traces import TraceTable
 from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.inputs import publish, travels
@@ -64,6 +70,8 @@ class JobState:
     def __init__(self, store: Store, data: dict, stored: bool = False):
         self.store = store
         self.data = data
+        if not isinstance(data["traces"], TraceTable):  # a document read: its traces into columns
+            data["traces"] = TraceTable(data["traces"])
         self._stored = stored  # the store holds a document of this job (else the next save writes one)
         self._whole = False  # traces were replaced (a re-planned model): the next save writes the document
         self._seq = int(data.get("log") or 0)  # the last log record this state holds
@@ -82,7 +90,10 @@ class JobState:
         if store.has_job(job_id):
             raise JobError(f"job {job_id!r} already exists in {store.location}; `farm retry {job_id} --failed`"
                            f" reruns its failed frames")
-        traces = {k: _planned(v, in_place=True) for k, v in plan.traces.items()}  # the plan's dicts: one copy
+        # The plan's table (a plan of a few traces may be a dict), each trace made its planned state in place.
+        traces = plan.traces if isinstance(plan.traces, TraceTable) else TraceTable(plan.traces)
+        for trace in traces.values():
+            _planned(trace, in_place=True)
         data = {
             "format": FORMAT, "job": job_id, "name": manifest.name, "manifest": str(manifest.path),
             "manifest_sha256": hashlib.sha256(manifest.text.encode("utf-8")).hexdigest()
@@ -107,7 +118,7 @@ class JobState:
             store = open_store(out or default_out())
             job_id = job
         try:
-            data = store.read_job(job_id)
+            data = store.read_job(job_id, traces=TraceTable())  # read a trace a line, into columns
         except FileNotFoundError:
             known = store.job_ids()
             hint = f"; jobs there ({len(known)}): {', '.join(known)}" if known else "; it has no jobs yet"
@@ -155,7 +166,7 @@ class JobState:
         return self.data["job"]
 
     @property
-    def traces(self) -> dict[str, dict]:
+    def traces(self) -> TraceTable:
         return self.data["traces"]
 
     @property
@@ -164,25 +175,33 @@ class JobState:
 
     def counts(self) -> dict[str, int]:
         c = {"total": len(self.traces), "done": 0, "failed": 0, "pending": 0}
-        for t in self.traces.values():
-            c[t["status"]] += 1
+        for status, n in self.traces.tally("status").items():
+            c[status] += n
         return c
 
     def keys(self, status: str) -> list[str]:
-        return sorted(k for k, t in self.traces.items() if t["status"] == status)
+        return sorted(self.traces.keys_where("status", status))
 
     def index(self) -> dict[str, str]:
-        return {k: t["digest"] for k, t in sorted(self.traces.items()) if t["status"] == "done"}
+        return dict(self._index_pairs())
+
+    def _index_pairs(self):
+        """(key, digest) of every rendered trace, in key order."""
+        for k in self.keys("done"):
+            yield k, self.traces[k]["digest"]
 
     # --- recording
-    def record(self, result: BatchResult | dict, save: bool = True) -> None:
-        """Take a batch's result; `save=False` only in memory (`farm status` on a read-only store)."""
+    def record(self, result: BatchResult | dict, save: bool = True) -> int:
+        """Take a batch's result; `save=False` only in memory (`farm status` on a read-only store).
+        Returns how many of its traces were pending."""
         if isinstance(result, dict):
             result = BatchResult.from_dict(result)
+        was_pending = 0
         for f in result.frames:
             t = self.traces.get(f.key)
             if t is None:
                 continue
+            was_pending += t["status"] == "pending"
             t.update(status="done" if f.status == "done" else "failed", digest=f.digest, error=f.error)
             if f.missing:
                 t["missing"] = list(f.missing)
@@ -193,21 +212,20 @@ class JobState:
             self._dirty.add(f.key)
         if save:
             self.save()
+        return was_pending
 
     def missing_assets(self) -> dict[str, list[str]]:
         """Trace key -> the assets its frame asked for and did not find (frames that rendered)."""
-        return {k: t["missing"] for k, t in sorted(self.traces.items()) if t.get("missing")}
+        return {k: m for k in sorted(self.traces.keys_with("missing")) if (m := self.traces[k]["missing"])}
 
     def merge_worker_results(self, save: bool = True) -> int:
         """Fold in batch results that workers wrote for traces still pending here; returns how many
         (`save=False`: in memory only, the caller saves if it can)."""
         merged = 0
-        for batch_id in sorted({t["batch"] for t in self.traces.values() if t["status"] == "pending"}):
+        for batch_id in sorted(self.traces.distinct("batch", "status", "pending")):
             result = self.store.read_batch_result(self.id, batch_id)
             if result:
-                before = self.counts()["pending"]
-                self.record(BatchResult.from_dict(result), save=save)
-                merged += before - self.counts()["pending"]
+                merged += self.record(BatchResult.from_dict(result), save=save)
         return merged
 
     def dispatched(self, batches: list[Batch]) -> None:
@@ -230,7 +248,9 @@ class JobState:
             if self._seq:
                 self.data["log"] = self._seq
             self.store.write_job(self.id, self.data)
-            self.store.write_index(self.id, self.index())
+            self.store.write_index(self.id, self._index_pairs())
+            if self._seq:  # the document holds every record: a reader parses none of them again
+                self.store.drop_job_log(self.id, self._seq)
             self._stored, self._whole = True, False
         elif self._dirty or self._dirty_batches or self._dirty_runs:
             rec: dict = {"seq": self._seq + 1}
@@ -274,8 +294,8 @@ class JobState:
     def unloadable(self) -> dict[str, str]:
         """Model -> "<model> does not load: <sentence>", for the models whose frames failed because
         the model did not load when planned (a retry cannot fix them: farm.compare.status)."""
-        return {t["model"]: t.get("error") or "" for _, t in sorted(self.traces.items())
-                if t["status"] == "failed" and t.get("cause") in RETRY_CANNOT_FIX}
+        return {t["model"]: t.get("error") or "" for t in map(self.traces.__getitem__, self.keys("failed"))
+                if t.get("cause") in RETRY_CANNOT_FIX}
 
 
 def _planned(trace: dict, in_place: bool = False) -> dict:

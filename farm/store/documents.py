@@ -124,10 +124,18 @@ def check_job(doc) -> str | None:
     if not _fits(doc.get("log"), (int, None)):
         return f"'log' must be an integer (the last log record it holds), not {_kind(doc.get('log'))}"
     for key, trace in doc["traces"].items():
-        if not isinstance(trace, dict):
-            return f"trace {key!r} must be an object, not {_kind(trace)}"
-        if trace.get("status") not in TRACE_STATUSES:
-            return f"trace {key!r} has status {trace.get('status')!r}, not one of {', '.join(TRACE_STATUSES)}"
+        problem = check_job_trace(key, trace)
+        if problem:
+            return problem
+    return None
+
+
+def check_job_trace(key: str, trace) -> str | None:
+    """What is wrong with one trace of a job document, or None."""
+    if not isinstance(trace, dict):
+        return f"trace {key!r} must be an object, not {_kind(trace)}"
+    if trace.get("status") not in TRACE_STATUSES:
+        return f"trace {key!r} has status {trace.get('status')!r}, not one of {', '.join(TRACE_STATUSES)}"
     return None
 
 

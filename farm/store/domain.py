@@ -44,22 +44,34 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import io
 import json
 import os
 import posixpath
 import random
 import secrets
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from farm.files import append_json_line, append_line, atomic_write, json_bytes, read_json_lines
+from farm.files import (
+    append_json_line,
+    append_line,
+    atomic_write,
+    json_bytes,
+    json_mapping_chunks,
+    json_wide_chunks,
+    read_json_lines,
+    read_wide_json,
+)
 from farm.store.along import Along
 from farm.store.base import Objects, checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
-from farm.store.documents import StoreError, check_batch_result, check_job, read_document
+from farm.store.documents import StoreError, check_batch_result, check_job, check_job_trace, read_document
 
 __all__ = ["CAS_ATTEMPTS", "Store"]
 
@@ -81,6 +93,26 @@ class _Doc:
 
     def __str__(self) -> str:
         return self.objects.url(self.key)
+
+
+def _checked_into(traces: MutableMapping, doc: _Doc):
+    """`put(key, trace)` for read_wide_json: each trace checked as check_job checks them, then kept."""
+    def put(key: str, trace) -> None:
+        problem = check_job_trace(key, trace)
+        if problem:
+            raise StoreError(f"{doc}: {problem}")
+        traces[sys.intern(key)] = trace
+    return put
+
+
+def _batch_into(batches: dict):
+    """`put(batch_id, batch)` for read_wide_json: a batch's trace keys the same string objects as its
+    traces' keys (interned), not a second million strings."""
+    def put(batch_id: str, batch) -> None:
+        if isinstance(batch, dict) and isinstance(batch.get("keys"), list):
+            batch["keys"] = [sys.intern(k) if type(k) is str else k for k in batch["keys"]]
+        batches[batch_id] = batch
+    return put
 
 
 class Store:
@@ -346,10 +378,43 @@ class Store:
 
     # --- jobs
     def write_job(self, job_id: str, state: dict) -> None:
-        self.objects.put(self.job_ref(job_id), json_bytes(state))
+        """The job's document, one trace a line (`json_wide_chunks`; a reader may take it a line at a
+        time), written in pieces where the kind has local files: never one string of a million traces."""
+        self._put_text(self.job_ref(job_id), json_wide_chunks(state, ("batches", "traces")))
 
-    def read_job(self, job_id: str) -> dict:
-        return read_document(_Doc(self.objects, self.job_ref(job_id)), check_job)
+    def _put_text(self, key: str, chunks) -> None:
+        data = (chunk.encode("utf-8", "backslashreplace") for chunk in chunks)
+        if self.objects.file(key) is None:  # a kind without local files PUTs one body
+            data = b"".join(data)
+        self.objects.put(key, data)
+
+    def read_job(self, job_id: str, traces: MutableMapping | None = None) -> dict:
+        """The job's document, checked. With `traces` (an empty mapping to fill: farm.plan.traces'
+        TraceTable), a document written one trace a line (`write_job`) is read a line at a time, each
+        trace checked and put there, so a million traces are never parsed objects all at once; the
+        document returned holds `traces`. An older, indented document is read whole."""
+        doc = _Doc(self.objects, self.job_ref(job_id))
+        if traces is None:
+            return read_document(doc, check_job)
+        batches: dict[str, dict] = {}
+        try:
+            with self._reader(doc.key) as f:
+                data = read_wide_json(f.read, {"traces": _checked_into(traces, doc), "batches": _batch_into(batches)})
+        except ValueError:  # not one trace a line (or not JSON: read_document says which)
+            traces.clear()
+            data = read_document(doc, check_job)
+            traces.update(data["traces"])
+            batches = data["batches"]
+        problem = check_job(data)
+        if problem:
+            raise StoreError(f"{doc}: {problem}")
+        data["traces"], data["batches"] = traces, batches
+        return data
+
+    def _reader(self, key: str):
+        """An object's bytes as a binary file: its file where the kind has one, else its body."""
+        path = self.objects.file(key)
+        return io.BytesIO(self.objects.get(key)) if path is None else open(path, "rb")
 
     def append_job_log(self, job_id: str, record: dict) -> None:
         """Add one record to the job's log, whole or absent: a JSON line where the kind has local
@@ -393,8 +458,22 @@ class Store:
             out.append(rec)
         return out
 
-    def write_index(self, job_id: str, index: dict) -> None:
-        self.objects.put(f"jobs/{job_id}/index.json", json_bytes(dict(sorted(index.items()))))
+    def drop_job_log(self, job_id: str, upto: int) -> None:
+        """Forget the log's records numbered `upto` or below, once the job's document holds them (it
+        says so in its ``log``, and was written first): the coordinator that wrote the log calls this,
+        so no record above `upto` exists; a reader that read the document before finds the records it
+        needs gone only if that document is older than the one written, and shows that older state."""
+        path = self.objects.file(f"jobs/{job_id}/log.jsonl")
+        if path is not None:
+            path.unlink(missing_ok=True)
+            return
+        prefix = f"jobs/{job_id}/log/"
+        self.objects.delete([prefix + n for n in self.objects.list(prefix) if n[:12].isdigit() and int(n[:12]) <= upto])
+
+    def write_index(self, job_id: str, index) -> None:
+        """The job's index (trace key -> image digest): a mapping, or (key, digest) pairs in key order."""
+        pairs = sorted(index.items()) if isinstance(index, dict) else index
+        self._put_text(f"jobs/{job_id}/index.json", json_mapping_chunks(pairs))
 
     def read_index(self, job_id: str) -> dict:
         try:
