@@ -23,7 +23,7 @@ from renderer.assets.pins import TAG_ROOT, search_identity, tags_identity
 from renderer.assets.search import AssetSearch
 from renderer.context import Loaded, ModelContext
 from renderer.errors import FormatError
-from renderer.formats import context_of
+from renderer.formats import context_of, read
 from renderer.fx.draw import child_candidates, effect_inputs, effect_texture_settings
 from renderer.fx.events import EventTables, split_name, target
 from renderer.model import Model, Texture
@@ -103,8 +103,6 @@ def _texture(search: AssetSearch, settings: TextureSettings, texture: Texture, l
 
 def _child(search: AssetSearch, path: str, settings: TextureSettings, out: Inputs, depth: int) -> None:
     # a child model is read as the effects pass reads it: from the bytes its search found
-    from renderer.formats import read
-
     for candidate in child_candidates(path):
         found = search.find(candidate, kind="child model")
         if found is not None:
