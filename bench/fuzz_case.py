@@ -46,7 +46,7 @@ def _semantic(path: Path, rng: random.Random) -> bytes | None:
 
     if path not in _ORIGINALS:
         try:
-            _ORIGINALS[path] = load(path, path.read_bytes())
+            _ORIGINALS[path] = load(path, path.read_bytes()).model
         except FormatError:
             _ORIGINALS[path] = None
     if _ORIGINALS[path] is None:
@@ -83,26 +83,32 @@ def _tag_root(path: Path) -> Path | None:
 
 
 def load(path: Path, data: bytes):
-    """The Model a mutated model file loads as (FormatError when it does not)."""
+    """The Model a mutated model file loads as, with its context (renderer.context.Loaded: a Halo
+    model's bitmaps are in it); FormatError when it does not load."""
+    from renderer.context import Loaded, ModelContext
+
     suffix = path.suffix.lower()
     if suffix == ".mdx":
         from renderer.formats.mdx import read_mdx
 
-        return read_mdx(data, str(path))
+        return Loaded(read_mdx(data, str(path)), ModelContext.from_path(str(path)))
     if suffix == ".mdl":
         from renderer.formats.mdl.read import read_mdl
 
-        return read_mdl(data.decode("utf-8", "surrogateescape").removeprefix("\ufeff"), str(path))
-    from renderer.formats.halo.load import read_halo_model
+        text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+        return Loaded(read_mdl(text, str(path)), ModelContext.from_path(str(path)))
+    from renderer.formats.halo.load import load_halo_model
 
-    return read_halo_model(data, str(path), tag_root=_tag_root(path))
+    model, bitmaps = load_halo_model(data, str(path), tag_root=_tag_root(path))
+    return Loaded(model, ModelContext(ModelContext.from_path(str(path)).location, texture_source=bitmaps))
 
 
-def exercise_model(model, rng: random.Random, renderer) -> None:
+def exercise_model(loaded, rng: random.Random, renderer) -> None:
     from renderer.anim import Animator
     from renderer.anim.tracks import MAX_TIME_MS
     from renderer.frame import FrameSpec
 
+    model, context = loaded
     animator = Animator(model)
     n = len(model.sequences)
     times = [0, rng.randrange(10_000), 3_600_000, 10**12, MAX_TIME_MS]
@@ -119,7 +125,8 @@ def exercise_model(model, rng: random.Random, renderer) -> None:
     try:
         for t in (rng.randrange(10_000), rng.choice(times[2:])):
             seq = rng.randrange(n) if n else None
-            renderer.render(model, FrameSpec(sequence=seq, time_ms=t, width=SIZE, height=SIZE), digest)
+            renderer.render(model, FrameSpec(sequence=seq, time_ms=t, width=SIZE, height=SIZE), digest,
+                            context=context)
     finally:
         renderer.forget(model)
 

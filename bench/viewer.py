@@ -199,7 +199,7 @@ def served(bundle: Path, model, path: Path):
     missing there found by the model's asset search; shut down on leaving."""
     from renderer.assets.search import AssetSearch, ModelLocation
 
-    search = AssetSearch.for_model(ModelLocation.of(model))
+    search = AssetSearch.for_model(ModelLocation.from_path(model.path))
     server, port = serve(Path(bundle).resolve(), Path(path).resolve().parent, search)
     try:
         yield port

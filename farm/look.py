@@ -53,10 +53,11 @@ def frame_defaults(model, seq: int | None, time_ms: int | None = None, camera: s
     return (default_time(model, seq) if time_ms is None else int(time_ms), default if camera is None else camera)
 
 
-def frame_camera(renderer, model, spec) -> tuple[tuple, tuple]:
-    """(eye, target) of the camera `renderer` resolves for `spec`: a ``fit`` camera depends on the frame's
-    pose and effects, so it is read from the frame's trace (`farm view` starts its orbit there)."""
-    cam = renderer.render(model, spec).trace["camera"]
+def frame_camera(renderer, model, spec, context=None) -> tuple[tuple, tuple]:
+    """(eye, target) of the camera `renderer` resolves for `spec` (the model in `context`,
+    renderer.context): a ``fit`` camera depends on the frame's pose and effects, so it is read from the
+    frame's trace (`farm view` starts its orbit there)."""
+    cam = renderer.render(model, spec, context=context).trace["camera"]
     return tuple(cam["eye"]), tuple(cam["target"])
 
 

@@ -17,8 +17,12 @@ import numpy as np
 
 from renderer.anim import TIME_RULE, find_sequence
 from renderer.anim.tracks import check_time
+from renderer.assets.search import split_source
+from renderer.assets.sources import read_source
 from renderer.camera import FIT_CAMERA, FIT_RULE, Camera, fit_camera, resolve_camera
-from renderer.errors import Diagnostic
+from renderer.context import ModelContext
+from renderer.errors import Diagnostic, FormatError
+from renderer.formats import context_of
 from renderer.framing import drawn_points
 from renderer.fx import FX_RULE, Effects
 from renderer.model import Model
@@ -88,13 +92,18 @@ class Frame:
         return [a for a in self.assets if a.get("missing")]
 
 
-def model_hash(model: Model) -> str:
-    """sha256 of the model file's bytes (or of its MDX serialisation when it has no file)."""
-    digest = getattr(model.location, "digest", "")
-    if digest:
-        return digest
+def model_hash(model: Model, context: ModelContext | None = None) -> str:
+    """sha256 of the model file's bytes: the digest its loader recorded in its context, else its
+    file's or archive entry's (`model.path`), else that of its MDX serialisation (no file)."""
+    if context is not None and context.location.digest:
+        return context.location.digest
     if model.path and Path(model.path).is_file():
         return hashlib.sha256(Path(model.path).read_bytes()).hexdigest()
+    if model.path and split_source(model.path) is not None:
+        try:
+            return hashlib.sha256(read_source(model.path)).hexdigest()
+        except (OSError, FormatError, ValueError):  # gone since it was read: hashed as a model without a file
+            pass
     # the MDX writer, only to hash a model that has no file
     from renderer.formats.mdx import write_mdx
 
@@ -166,7 +175,7 @@ class Renderer:
         if gpu is None or gpu.model is not model:
             if gpu is not None:
                 gpu.delete()
-            gpu = ModelGPU(model, textures)
+            gpu = ModelGPU(model, textures, self._memo(model).context)
             self._models[key] = gpu
         return gpu
 
@@ -186,8 +195,18 @@ class Renderer:
     def _memo(self, model: Model) -> _Memo:
         memo = self._memos.get(id(model))
         if memo is None or memo.model is not model:
-            memo = self._memos[id(model)] = _Memo(model)
+            memo = self._memos[id(model)] = _Memo(model, context_of(model))
         return memo
+
+    def _adopt(self, model: Model, context: ModelContext | None) -> None:
+        """Draw `model` in `context` (None: the one it is drawn in, else the one its path names,
+        renderer.formats.context_of); a model drawn before in another context starts afresh."""
+        memo = self._memos.get(id(model))
+        if memo is not None and memo.model is model and (context is None or context == memo.context):
+            return
+        if memo is not None and memo.model is model:
+            self.forget(model)
+        self._memos[id(model)] = _Memo(model, context_of(model) if context is None else context)
 
     def _digest(self, model: Model, given: str | None) -> str:
         """The model's content hash, computed once per model object (it is read on every frame)."""
@@ -195,7 +214,7 @@ class Renderer:
             return given
         memo = self._memo(model)
         if memo.digest is None:
-            memo.digest = model_hash(model)
+            memo.digest = model_hash(model, memo.context)
         return memo.digest
 
     def _camera(self, model: Model, spec: FrameSpec, seq: int | None, aspect: float) -> Camera:
@@ -242,14 +261,18 @@ class Renderer:
         self.effects.reset()
 
     def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None, *,
-               then: FrameSpec | None = None) -> Frame:
-        """Draw and read back one frame. `then`: the frame the caller asks for next (same model and
-        digest; a batch's next time). It is posed while this frame rasterises (llvmpipe's threads
-        work from the flush on) and its draws are issued once this frame is read back, so the caller's
-        own work on this frame (encoding, storing) overlaps the next frame's rasterising; the call
-        `render(model, then, model_digest)` that follows only reads it back. The bytes are those of a
-        frame rendered alone (tests/test_pipeline.py). An exception while preparing `then` is raised
-        by that next call; a next call for another frame drops what was prepared."""
+               then: FrameSpec | None = None, context: ModelContext | None = None) -> Frame:
+        """Draw and read back one frame of `model` in `context` (where it came from and how its
+        inputs are found, renderer.context: what `renderer.formats.load` returned with it; None: the
+        one it was last drawn in, else the one its path names, renderer.formats.context_of). `then`:
+        the frame the caller asks for next (same model and digest; a batch's next time). It is posed
+        while this frame rasterises (llvmpipe's threads work from the flush on) and its draws are
+        issued once this frame is read back, so the caller's own work on this frame (encoding,
+        storing) overlaps the next frame's rasterising; the call `render(model, then, model_digest)`
+        that follows only reads it back. The bytes are those of a frame rendered alone
+        (tests/test_pipeline.py). An exception while preparing `then` is raised by that next call; a
+        next call for another frame drops what was prepared."""
+        self._adopt(model, context)
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead.serves(model, spec, model_digest):
             if ahead.error is not None:
@@ -382,15 +405,18 @@ class Renderer:
 
         return draw_effects(fx, gpu, pose, self._with_effect_programs(draw))
 
-    def skinned_vertices(self, model: Model, spec: FrameSpec) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    def skinned_vertices(self, model: Model, spec: FrameSpec, context: ModelContext | None = None
+                         ) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """Per geoset, the (positions, normals) the GPU skinning produces for this frame's pose,
-        read back with transform feedback (None for geosets with nothing to draw)."""
+        read back with transform feedback (None for geosets with nothing to draw); `context` as for
+        `render`."""
         # GL side: imported when a frame is drawn (`import renderer` stays light)
         from renderer.gl.feedback import SkinFeedback
         from renderer.gl.framebuffer import Framebuffer
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import upload_palettes
 
+        self._adopt(model, context)
         _, _, gpu, pose, _ = self._pose(model, spec)
         if self._palette is None:
             self._palette = PaletteBuffer()
@@ -539,6 +565,7 @@ class _Memo:
     """What a renderer keeps per model object between its frames (dropped by `Renderer.forget`)."""
 
     model: Model
+    context: ModelContext  # where it came from, how its inputs are found (renderer.context)
     digest: str | None = None  # content hash
     cameras: dict = field(default_factory=dict)  # (camera spec, sequence, aspect) -> Camera
     traces: dict = field(default_factory=dict)  # the trace but its time, by what decides it (Renderer.trace)

@@ -3,10 +3,11 @@ cannot see them (renderer.assets.pins). No GL: a coordinator calls this.
 
 `model_inputs(model, settings, events)` makes the lookups the renderer makes for the model's frames,
 through the same code wherever the renderer has it: the Halo reader's tag lookups (its resolver's
-record, made when the model loaded), the model's textures (`renderer.texture_set.texture_lookups`:
-`load_textures`' own walk with decoding off), the effects' textures (PRE2 replaceable
-ids, PREM textured particles) and PREM child models (`renderer.fx.draw.child_candidates`) with their
-own textures and effects one level further, as the effects pass draws them, and with
+record, made when the model loaded, kept by its context's texture source), the model's textures
+(`renderer.texture_set.texture_lookups`: `load_textures`' own walk with decoding off), the effects'
+textures (PRE2 replaceable ids, PREM textured particles) and PREM child models with their own
+textures and effects one level further, from the effects pass's own list (`renderer.fx.draw.
+effect_inputs`: what `EffectResources` draws with), and with
 `events="model"` the EVTS tables and what their rows name (splat textures, spawned models). It
 answers more than one frame may ask (every emitter, every event), never less.
 
@@ -19,11 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from renderer.assets.pins import TAG_ROOT, search_identity, tags_identity
-from renderer.assets.search import AssetSearch, ModelLocation
+from renderer.assets.search import AssetSearch
+from renderer.context import Loaded, ModelContext
 from renderer.errors import FormatError
-from renderer.fx.draw import child_candidates, effect_texture_settings
+from renderer.formats import context_of, read
+from renderer.fx.draw import child_candidates, effect_inputs, effect_texture_settings
 from renderer.fx.events import EventTables, split_name, target
-from renderer.fx.prem import uses_model
 from renderer.model import Model, Texture
 from renderer.rules import check_events
 from renderer.texture_set import TextureSettings, texture_lookups
@@ -62,60 +64,59 @@ class Inputs:
             table[(entry["kind"], entry["asked"])] = {k: entry[k] for k in keep if k in entry}
 
 
-def model_inputs(model: Model, settings: TextureSettings, events: str = "off") -> Inputs:
-    """What drawing `model` under `settings` (and `events`, renderer.rules.EVENTS_MODES) looks up,
-    answered here (see the module docstring)."""
+def model_inputs(model: Model, settings: TextureSettings, events: str = "off",
+                 context: ModelContext | None = None) -> Inputs:
+    """What drawing `model` in `context` (renderer.context; None: the one its path names) under
+    `settings` (and `events`, renderer.rules.EVENTS_MODES) looks up, answered here (see the module
+    docstring)."""
     check_events(events)
     out = Inputs()
-    _collect(model, settings, events, out, 0)
+    _collect(Loaded(model, context_of(model) if context is None else context), settings, events, out, 0)
     return out
 
 
-def _collect(model: Model, settings: TextureSettings, events: str, out: Inputs, depth: int) -> None:
-    where = ModelLocation.of(model)
-    resolver = getattr(getattr(model, "texture_source", None), "resolver", None)
+def _collect(loaded: Loaded, settings: TextureSettings, events: str, out: Inputs, depth: int) -> None:
+    model, where = loaded.model, loaded.context.location
+    resolver = getattr(loaded.context.texture_source, "resolver", None)
     if resolver is not None:
         out.add_tags(model.path, resolver)
     search = AssetSearch.for_model(where, settings.assets, settings.game, settings.stop_at,
                                    follow_links=settings.follow_links)
-    texture_lookups(model, settings, search)
+    texture_lookups(model, settings, search, loaded.context)
     if depth < CHILD_DEPTH:
         fx = effect_texture_settings(settings)
-        for e in model.particle_emitters2:
-            if e.replaceable_id:
-                _texture(search, fx, Texture(replaceable_id=e.replaceable_id), model)
-        for e in model.particle_emitters:
-            if uses_model(e):
-                _child(search, str(e.path), fx, out, depth)
+        for item in effect_inputs(model):  # the effects pass's own list of what it looks up
+            if item.child is not None:
+                _child(search, item.child, fx, out, depth)
             else:
-                _texture(search, fx, Texture(path=str(e.path)), model)
+                _texture(search, fx, item.texture, loaded)
         if events == "model" and depth == 0:
-            _events(model, search, fx, out, depth)
+            _events(loaded, search, fx, out, depth)
     out.add_search(search_identity(where, settings.assets, settings.stop_at, settings.follow_links), search)
 
 
-def _texture(search: AssetSearch, settings: TextureSettings, texture: Texture, model: Model) -> None:
-    texture_lookups(Model(textures=[texture], path=model.path), settings, search)
+def _texture(search: AssetSearch, settings: TextureSettings, texture: Texture, loaded: Loaded) -> None:
+    """The lookups of one effect texture: through the model's search, as `EffectResources` draws it."""
+    holder = Model(textures=[texture], path=loaded.model.path)
+    texture_lookups(holder, settings, search, ModelContext(loaded.context.location))
 
 
 def _child(search: AssetSearch, path: str, settings: TextureSettings, out: Inputs, depth: int) -> None:
     # a child model is read as the effects pass reads it: from the bytes its search found
-    from renderer.formats import read_model
-
     for candidate in child_candidates(path):
         found = search.find(candidate, kind="child model")
         if found is not None:
             try:
-                child = read_model(found.data, found.where)
+                child = read(found.data, found.where)
             except (FormatError, ValueError):  # the frame reports it; nothing more to look up
                 return
             _collect(child, settings, "off", out, depth + 1)
             return
 
 
-def _events(model: Model, search: AssetSearch, settings: TextureSettings, out: Inputs, depth: int) -> None:
+def _events(loaded: Loaded, search: AssetSearch, settings: TextureSettings, out: Inputs, depth: int) -> None:
     tables = EventTables(search)
-    for e in model.event_objects:
+    for e in loaded.model.event_objects:
         kind, ident = split_name(e.name)
         if kind not in ("spawn", "splat", "ubersplat"):
             continue
@@ -125,4 +126,4 @@ def _events(model: Model, search: AssetSearch, settings: TextureSettings, out: I
         if kind == "spawn":
             _child(search, target(kind, row), settings, out, depth)
         else:
-            _texture(search, settings, Texture(path=target(kind, row)), model)
+            _texture(search, settings, Texture(path=target(kind, row)), loaded)

@@ -399,14 +399,7 @@ class Model:
     path: str = detail("")
     format: str = detail("mdx")  # which loader produced this model: mdx, mdl, halo
     info: dict = detail(factory=dict)  # format-specific facts for `farm inspect` (Halo regions, ...)
-    # Where the model's bytes came from (renderer.assets.ModelLocation; None: derived from `path`).
-    location: object = detail(None)
-    # What draws its textures when not a path lookup (e.g. Halo bitmap tags): an object with
-    # `image(model, index, search) -> RGBA array | None`; None: every texture is a path lookup.
-    texture_source: object = detail(None)
-    # A worker's answers for the lookups the model (and its child models) makes when the files are
-    # elsewhere (renderer.assets.pins.Pins: inputs that travel with a job); None: search the files.
-    pins: object = detail(None)
+    # Where the model came from and how its inputs are found is not model data: renderer.context.
 
     def nodes(self) -> list[Node]:
         """Every node record, in the order objectIds are conventionally assigned."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from renderer import blending, hd
+from renderer.context import ModelContext
 from renderer.errors import Diagnostic
 from renderer.gl.calls import check, fast
 from renderer.gl.model_program import HD_SLOT_UNIFORMS, HD_SLOT_UNITS
@@ -52,13 +53,14 @@ class FrameDraw:
 class ModelGPU:
     """Vertex buffers, textures and the compiled animation of one model in the current context."""
 
-    def __init__(self, model: Model, textures: TextureSettings):
+    def __init__(self, model: Model, textures: TextureSettings, context: ModelContext):
         # the animation compiler and the GL uploads load with the first model drawn
         from renderer.anim import Animator
         from renderer.gl.resources import GeosetBuffers, upload_loaded, upload_texture
         from renderer.texture_set import load_textures
 
         self.model = model
+        self.context = context  # where it came from, how its inputs are found (renderer.context)
         self.animator = Animator(model)
         self.diagnostics: list[Diagnostic] = [Diagnostic("animation", None, note) for note in self.animator.notes]
         self.geosets: list[GeosetBuffers | None] = []
@@ -69,7 +71,7 @@ class ModelGPU:
                 continue
             self.geosets.append(GeosetBuffers(g.vertices, g.normals, skin.bone_indices.astype(np.float32),
                                               skin.bone_weights, g.uv_sets, tris, _tangents(model, g, tris)))
-        texset = load_textures(model, textures)
+        texset = load_textures(model, textures, context=context)
         self.diagnostics.extend(texset.diagnostics)
         self.search = texset.search  # every asset lookup of this model (AssetSearch.record)
         self.textures = [upload_loaded(t) for t in texset.textures]

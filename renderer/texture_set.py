@@ -1,7 +1,7 @@
 """The RGBA image behind every texture of a model, ready to upload: files found by the model's
 asset search (`renderer.assets.search`), team colour and glow for replaceable ids 1 and 2 (from
 game data when it is given, else the built-in tables), other replaceable ids through the search,
-images a loader provides itself (`Model.texture_source`, e.g. Halo bitmap tags), and a placeholder
+images a loader provides itself (the model context's `texture_source`, e.g. Halo bitmap tags), and a placeholder
 (plus one diagnostic per missing asset) for anything missing. Never fails a frame.
 """
 
@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from renderer.assets.cache import DECODED
-from renderer.assets.search import AssetSearch, ModelLocation
+from renderer.assets.search import AssetSearch
+from renderer.context import ModelContext
 from renderer.errors import Diagnostic, FormatError
+from renderer.formats import context_of
 from renderer.model import Model
 
 # Replaceable ids other than team colour/glow, resolved through the asset roots (game layout).
@@ -143,38 +145,41 @@ def _team_texture(rid: int, team: int, search: AssetSearch, where: str, out: Tex
     return builtin, f"{label}:{team}"
 
 
-def model_search(model: Model, settings: TextureSettings) -> AssetSearch:
-    """The asset search of `model` under `settings`: over the files (`AssetSearch.for_model`), or,
-    on a worker given a job's travelling inputs, the answers pinned for it (`Model.pins`,
-    renderer.assets.pins)."""
-    pins = getattr(model, "pins", None)
-    if pins is not None:
-        return pins.search(ModelLocation.of(model), settings)
-    return AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at,
+def model_search(context: ModelContext, settings: TextureSettings) -> AssetSearch:
+    """The asset search of a model in `context` under `settings`: over the files from its location
+    (`AssetSearch.for_model`), or, on a worker given a job's travelling inputs, the answers pinned for
+    it (`ModelContext.pins`, renderer.assets.pins)."""
+    if context.pins is not None:
+        return context.pins.search(context.location, settings)
+    return AssetSearch.for_model(context.location, settings.assets, settings.game, settings.stop_at,
                                  follow_links=settings.follow_links)
 
 
-def texture_lookups(model: Model, settings: TextureSettings, search: AssetSearch) -> None:
+def texture_lookups(model: Model, settings: TextureSettings, search: AssetSearch,
+                    context: ModelContext | None = None) -> None:
     """The lookups `load_textures` makes for `model`, in its order, without decoding an image: what
     a job's travelling inputs must answer (renderer.inputs). It is `load_textures`' own walk with
     decoding off, so the two cannot drift apart."""
-    load_textures(model, settings, search, decode=False)
+    load_textures(model, settings, search, decode=False, context=context)
 
 
 def load_textures(model: Model, settings: TextureSettings | None = None,
-                  search: AssetSearch | None = None, decode: bool = True) -> TextureSet:
+                  search: AssetSearch | None = None, decode: bool = True,
+                  context: ModelContext | None = None) -> TextureSet:
     """The textures of `model` under `settings` (default: TextureSettings()), looked up by `search`
     (default: the model's own search over the settings' asset roots, game data and stop root, see
-    `AssetSearch.for_model`). With `decode` False only the lookups are made (`texture_lookups`): no
-    image is decoded, and a texture source's images (Halo's, found when the model loaded) are not
-    asked for; the set then holds placeholders."""
+    `AssetSearch.for_model`), in `context` (where it came from and its texture source; default: the
+    one its path names, renderer.formats.context_of). With `decode` False only the lookups are made
+    (`texture_lookups`): no image is decoded, and a texture source's images (Halo's, found when the
+    model loaded) are not asked for; the set then holds placeholders."""
     settings = TextureSettings() if settings is None else settings
     team, mode = settings.team, settings.missing_textures
+    context = context_of(model) if context is None else context
     if search is None:
-        search = model_search(model, settings)
+        search = model_search(context, settings)
     out = TextureSet([], [Diagnostic("assets", None, e) for e in search.errors], search)
     reported: set[tuple[str, str]] = set()
-    source = getattr(model, "texture_source", None)
+    source = context.texture_source
 
     def miss(path: str, where: str, wrap_s: bool, wrap_t: bool) -> None:
         if ("texture", path) not in reported:  # one diagnostic per missing path per model

@@ -67,7 +67,7 @@ def test_archive_form_finds_what_the_folder_form_finds(packed):
             total_found += sum(v is not None for v in want.values())
             for arch in (archive, unlisted):
                 model = load_model(source_name(arch, entry))
-                got = lookups(AssetSearch.for_model(ModelLocation.of(model)), model)
+                got = lookups(AssetSearch.for_model(ModelLocation.from_path(model.path)), model)
                 assert got == want, (m, arch)
     assert total_found >= 23  # what the folder forms find today (bench/assets.py)
 
@@ -75,7 +75,7 @@ def test_archive_form_finds_what_the_folder_form_finds(packed):
 def test_archive_model_record_names_archive_entries(packed):
     root, archive, _ = next(p for p in packed if p[0].name == "map")
     model = load_model(source_name(archive, "war3mapImported/Ghost.mdx"))
-    search = AssetSearch.for_model(ModelLocation.of(model))
+    search = AssetSearch.for_model(ModelLocation.from_path(model.path))
     lookups(search, model)
     found = [e["found"] for e in search.record if not e.get("missing")]
     assert found and all(f.startswith(f"{archive}:") for f in found)

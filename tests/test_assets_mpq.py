@@ -13,7 +13,7 @@ from mpq_build import build, files_of, have_tools
 from renderer.assets import MpqArchive, MpqError, list_models, open_archive, split_source
 from renderer.assets.mpq import glob_to_regex
 from renderer.errors import FormatError
-from renderer.formats import load_model
+from renderer.formats import load, load_model
 
 pytestmark = pytest.mark.skipif(have_tools() is not None, reason=str(have_tools()))
 MAP = CORPUS / "nazarpunk__wc3-map-edemium-legacy" / "map"
@@ -107,9 +107,9 @@ def test_sources_split_load_and_list(archives):
     assert split_source("maps/Foo.W3M:a\\b.mdl") == (Path("maps/Foo.W3M"), "a\\b.mdl")
     assert split_source("models/plain.mdx") is None
     assert split_source("C:\\models\\plain.mdx") is None
-    model = load_model(src)
-    assert model.path == src and model.location.archive == archives["encrypted"]
-    assert model.location.entry == "war3mapImported\\Ghost.mdx"
+    model, context = load(src)
+    assert model.path == src and context.location.archive == archives["encrypted"]
+    assert context.location.entry == "war3mapImported\\Ghost.mdx"
     from renderer.frame import model_hash
 
     folder_model = load_model(MAP / "war3mapImported" / "Ghost.mdx")

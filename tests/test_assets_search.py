@@ -230,7 +230,7 @@ def test_decode_cache_keyed_by_digest_and_bounded():
 def test_halo_bitmaps_come_from_the_loader_and_are_recorded():
     from conftest import CORPUS
 
-    from renderer.formats import load_model
+    from renderer.formats import load
 
     path = CORPUS / "aLTis94__Halo-CE-Monaco" / "tags" / "characters" / "cyborg" / "cyborg.gbxmodel"
     if not path.is_file():
@@ -238,8 +238,8 @@ def test_halo_bitmaps_come_from_the_loader_and_are_recorded():
         if not candidates:
             pytest.skip("Halo corpus not present")
         path = candidates[0]
-    model = load_model(path)
-    texset = load_textures(model)
+    model, context = load(path)  # the bitmaps it found are its context's texture source
+    texset = load_textures(model, context=context)
     assert texset.textures[0].rgba.shape == (512, 512, 4)
     bitmaps = [e for e in texset.search.record if e["kind"] == "halo bitmap"]
     assert [e["asked"] for e in bitmaps] == ["characters\\cyborg\\bitmaps\\cyborg.bitmap"]

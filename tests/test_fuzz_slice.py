@@ -82,7 +82,7 @@ def test_the_structure_aware_kinds_hit_their_fields_and_raise_only_format_errors
     mdx = next(p for p in by_suffix[".mdx"] if p.stat().st_size < 200_000)
     from renderer.formats.mdx import read_mdx, write_mdx
 
-    model = load(mdx, mdx.read_bytes())
+    model, context = load(mdx, mdx.read_bytes())
     fs.CHAIN_LENGTHS, saved = (100_000,), fs.CHAIN_LENGTHS
     try:
         fs._deep_chain(model, random.Random(2))
@@ -92,4 +92,4 @@ def test_the_structure_aware_kinds_hit_their_fields_and_raise_only_format_errors
     fs._extents(model, random.Random(4))
     again = read_mdx(write_mdx(model), str(mdx))
     assert len(again.helpers) >= 100_000
-    exercise_model(again, random.Random(5), None)
+    exercise_model((again, context), random.Random(5), None)

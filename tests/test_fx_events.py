@@ -109,7 +109,7 @@ def test_inspect_lists_what_each_code_resolved_to(tmp_path):
     m = with_event(tmp_path, "SPLxTEST")
     m.event_objects.append(EventObject(name="SPNxTEST", object_id=1, frames=np.array([0], np.int32)))
     m.event_objects.append(EventObject(name="UBRxNONE", object_id=1, frames=np.array([0], np.int32)))
-    out = resolve_events(m, AssetSearch.for_model(ModelLocation.of(m)))
+    out = resolve_events(m, AssetSearch.for_model(ModelLocation.from_path(m.path)))
     assert [(e["kind"], e["resolved"]) for e in out] == [("splat", "Splats\\Mark.blp"), ("spawn", "Spawned.mdx"),
                                                          ("ubersplat", None)]
     assert "no Splats\\UberSplatData.slk" in out[2]["why"]

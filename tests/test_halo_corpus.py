@@ -11,7 +11,7 @@ from conftest import CORPUS, corpus_files
 
 from renderer.assets.search import AssetSearch
 from renderer.errors import FormatError
-from renderer.formats import load_model
+from renderer.formats import load, load_model
 from renderer.formats.halo import format_halo_info, read_model_tag
 from renderer.formats.halo import geometry as G
 from renderer.model import Model
@@ -286,16 +286,18 @@ def test_banshee_damaged_permutation():
     assert load_model(p, permutation=1, lod="super_low").info["selected"][0]["geometry"] == 3
 
 
-def bitmap_image(model, index):
-    """The image the renderer draws texture `index` of a Halo model with (its texture source, as
-    renderer.texture_set asks it), or None for an index the model does not have."""
-    return model.texture_source.image(model, index, AssetSearch([], []))
+def bitmap_image(loaded, index):
+    """The image the renderer draws texture `index` of a Halo model with (its context's texture
+    source, as renderer.texture_set asks it), or None for an index the model does not have."""
+    model, context = loaded
+    return context.texture_source.image(model, index, AssetSearch([], []))
 
 
 # -- shaders, bitmaps, textures ----------------------------------------------------------------------
 
 def test_cyborg_shaders_and_base_map():
-    m = load_model(path_of(CYBORG))
+    loaded = load(path_of(CYBORG))
+    m = loaded.model
     shaders = m.info["shaders"]
     assert [s["resolved"] for s in shaders] == [True] * 4
     assert [s["class"] for s in shaders] == ["schi", "schi", "soso", "soso"]
@@ -304,15 +306,16 @@ def test_cyborg_shaders_and_base_map():
     assert m.materials[2].shader == "characters\\cyborg\\shaders\\armor.shader_model"
     assert [t.path for t in m.textures] == ["characters\\cyborg\\bitmaps\\cyborg.bitmap"]
     assert not m.diagnostics
-    img = bitmap_image(m, 0)
+    img = bitmap_image(loaded, 0)
     assert img.shape == (512, 512, 4) and img.dtype == np.uint8
     assert img[..., :3].std() > 20
-    assert bitmap_image(m, 0) is img  # cached
-    assert bitmap_image(m, 1) is None
+    assert bitmap_image(loaded, 0) is img  # cached
+    assert bitmap_image(loaded, 1) is None
 
 
 def test_tree_shaders_two_sided_alpha_tested_leaves():
-    m = load_model(path_of(TREE))
+    loaded = load(path_of(TREE))
+    m = loaded.model
     assert not m.diagnostics
     by_shader = {s["path"].rsplit("\\", 1)[-1]: s for s in m.info["shaders"]}
     leaves = m.materials[by_shader["tree_leafy_leaves"]["material"]].layers[0]
@@ -320,22 +323,23 @@ def test_tree_shaders_two_sided_alpha_tested_leaves():
     assert leaves.filter_mode == 1 and leaves.shading_flags & 0x10
     # Neither sets 'not alpha tested': Halo alpha-tests both (the trunk's DXT1 map is opaque anyway).
     assert trunk.filter_mode == 1 and not trunk.shading_flags & 0x10
-    img = bitmap_image(m, leaves.texture_id)
+    img = bitmap_image(loaded, leaves.texture_id)
     assert img.shape == (256, 256, 4)
     assert 0.3 < (img[..., 3] < 128).mean() < 0.95  # DXT3 alpha cut-out
-    trunk_img = bitmap_image(m, trunk.texture_id)
+    trunk_img = bitmap_image(loaded, trunk.texture_id)
     assert trunk_img.shape == (256, 64, 4)
 
 
 def test_missing_shaders_get_flat_colours_and_diagnostics():
-    m = load_model(path_of(MARINE))
+    loaded = load(path_of(MARINE))
+    m = loaded.model
     assert not any(s["resolved"] for s in m.info["shaders"])
     missing = [d for d in m.diagnostics if "not found under the tag root" in d.message]
     assert len(missing) == 21
     colours = {tuple(t["flat_color"]) for t in m.info["textures"]}
     assert len(colours) > 10 and all(64 <= c <= 223 for col in colours for c in col[:3])
     assert all(t.path == "" and t.replaceable_id == 0 for t in m.textures)
-    img = bitmap_image(m, 0)
+    img = bitmap_image(loaded, 0)
     assert img.shape == (1, 1, 4) and tuple(img[0, 0]) == tuple(m.info["textures"][0]["flat_color"])
     again = load_model(path_of(MARINE))
     assert again.info["textures"] == m.info["textures"]  # deterministic
@@ -363,19 +367,19 @@ def test_corrupt_bitmap_falls_back_to_flat_colour(tmp_path):
     root = tmp_path / "tags"
     dst = root / "scenery" / "trees" / "tree_leafy"
     shutil.copytree(src, dst)
-    whole = load_model(dst / "tree_leafy.gbxmodel")
-    tid = next(t["index"] for t in whole.info["textures"] if t["file"])
-    f = whole.info["textures"][tid]["file"]
+    whole = load(dst / "tree_leafy.gbxmodel")
+    tid = next(t["index"] for t in whole.model.info["textures"] if t["file"])
+    f = whole.model.info["textures"][tid]["file"]
     assert bitmap_image(whole, tid).shape != (1, 1, 4)
     data = bytearray(open(f, "rb").read())
     open(f, "wb").write(bytes(data[:-40000]))  # the pixels are now cut short
-    m = load_model(dst / "tree_leafy.gbxmodel")
+    m = load(dst / "tree_leafy.gbxmodel")
 
-    def drawn_from_bitmaps(model) -> int:
-        return sum(bitmap_image(model, i).shape != (1, 1, 4) for i in range(len(model.textures)))
+    def drawn_from_bitmaps(loaded) -> int:
+        return sum(bitmap_image(loaded, i).shape != (1, 1, 4) for i in range(len(loaded.model.textures)))
 
     assert drawn_from_bitmaps(m) == drawn_from_bitmaps(whole) - 1
-    assert any("base map" in d.message and "flat colour" in d.message for d in m.diagnostics)
+    assert any("base map" in d.message and "flat colour" in d.message for d in m.model.diagnostics)
 
 
 CORPUS_BITMAPS = corpus_files("*.bitmap")

@@ -17,7 +17,7 @@ os.environ.setdefault("EGL_PLATFORM", "surfaceless")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from farm.run.jobs import run_job  # noqa: E402
-from renderer.formats import load_model  # noqa: E402
+from renderer.formats import load  # noqa: E402
 from renderer.png import read_png  # noqa: E402
 from renderer.texture_set import load_textures  # noqa: E402
 
@@ -29,6 +29,12 @@ CAMERA = "0,0,10:0,0,0:0,1,0:40"
 def farm(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "farm.cli", *map(str, args)], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, env=ENV)
+
+
+def _textures(path):
+    """The texture set of the Halo model at `path`, drawn in the context its load returned."""
+    model, context = load(path)
+    return load_textures(model, context=context)
 
 
 def write(root, files: dict[str, bytes]) -> None:
@@ -71,7 +77,7 @@ def test_farm_render_warns_about_a_shader_outside_the_tag_root_and_tag_root_fixe
 
 def test_a_missing_bitmap_tag_is_recorded_and_warned_like_a_texture(tmp_path):
     model, _ = split_tree(tmp_path, shader_in_model_tree=True)
-    texset = load_textures(load_model(model))
+    texset = _textures(model)
     (entry,) = [e for e in texset.search.record if e.get("missing")]
     root = str(tmp_path / "a" / "tags")
     assert entry == {"kind": "halo bitmap", "asked": "b\\red.bitmap", "missing": True,
@@ -80,7 +86,7 @@ def test_a_missing_bitmap_tag_is_recorded_and_warned_like_a_texture(tmp_path):
     assert sentences == [f"halo bitmap 'b\\\\red.bitmap' was not found under the tag root; looked in 1 place(s):"
                          f" {root}; drawn in the shader's flat colour"]
     write(tmp_path / "a" / "tags", {"b/red.bitmap": RED})
-    found = load_textures(load_model(model))
+    found = _textures(model)
     assert not found.diagnostics and not found.search.missing()
 
 
@@ -89,10 +95,10 @@ def test_no_tag_root_is_recorded_without_places_and_a_refused_path_as_refused(tm
     path = tmp_path / "loose" / "m.gbxmodel"
     write(tmp_path / "loose", {"m.gbxmodel": model_tag(shaders=[(b"soso", "s\\o")], geometries=[
         [{"shader": 0, "uncompressed": u, "strip": [0, 1, 2]}]])})
-    (entry,) = load_textures(load_model(path)).search.missing()
+    (entry,) = _textures(path).search.missing()
     assert entry["kind"] == "halo shader" and entry["why"].startswith("has no tag root") and entry["looked"] == []
     write(tmp_path / "t" / "tags", {"m/m.gbxmodel": model_tag(shaders=[(b"soso", "..\\up"), (b"sgla", "s\\g")])})
-    texset = load_textures(load_model(tmp_path / "t" / "tags" / "m" / "m.gbxmodel"))
+    texset = _textures(tmp_path / "t" / "tags" / "m" / "m.gbxmodel")
     # the refused path is missing; the glass shader is a class that is not read, not a missing tag
     assert [(e["asked"], e["why"], e["looked"]) for e in texset.search.missing()] == [
         ("..\\up", "refused: component '..' is a parent reference or only dots and spaces", [])]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from render_util import renderer  # noqa: I001  (sets the EGL environment before GL is touched)
-from test_halo_shaders import RED, tree
+from test_halo_shaders import RED, load_tree
 from test_halo_tagbuild import bitmap_tag, shader_model, uncompressed
 
 from renderer.formats.halo.shaders import UNKNOWN_SHADER_DRAWN, flat_color
@@ -18,19 +18,21 @@ CLEAR_RED = bitmap_tag(1, 1, 11, bytes([0, 0, 255, 0]))  # red, alpha 0
 
 
 def big_triangle(tmp_path, files, shaders):
+    """The loaded model and its context (its bitmaps: renderer.context)."""
     u = uncompressed([(-1, -1, 0), (3, -1, 0), (-1, 3, 0)], uvs=[(0, 0), (1, 0), (0, 1)])
-    return tree(tmp_path, files, shaders, parts=[{"shader": 0, "uncompressed": u, "strip": [0, 1, 2]}])
+    return load_tree(tmp_path, files, shaders, parts=[{"shader": 0, "uncompressed": u, "strip": [0, 1, 2]}])
 
 
-def centre(model, camera) -> list[int]:
-    f = renderer().render(model, FrameSpec(width=32, height=32, camera=camera, background="#000000"))
+def centre(loaded, camera) -> list[int]:
+    spec = FrameSpec(width=32, height=32, camera=camera, background="#000000")
+    f = renderer().render(loaded.model, spec, context=loaded.context)
     return f.rgba[16, 16, :3].astype(int).tolist()
 
 
 def test_a_missing_shader_is_drawn_two_sided_in_its_flat_colour(tmp_path):
     m = big_triangle(tmp_path, {}, [(b"soso", "s\\gone")])
-    assert any(UNKNOWN_SHADER_DRAWN in d.message for d in m.diagnostics)
-    assert m.info["shaders"][0]["two_sided"] is True
+    assert any(UNKNOWN_SHADER_DRAWN in d.message for d in m.model.diagnostics)
+    assert m.model.info["shaders"][0]["two_sided"] is True
     flat = list(flat_color("s\\gone")[:3])
     assert centre(m, ABOVE) == flat and centre(m, BELOW) == flat
 
@@ -63,7 +65,7 @@ def test_alpha_tested_shaders_discard_clear_texels_and_opaque_ones_do_not(tmp_pa
 
 def test_a_shader_index_out_of_range_gets_the_two_sided_fallback(tmp_path):
     u = uncompressed([(-1, -1, 0), (3, -1, 0), (-1, 3, 0)])
-    m = tree(tmp_path, {}, [], parts=[{"shader": 3, "uncompressed": u, "strip": [0, 1, 2]}])
-    assert any("two-sided" in d.message for d in m.diagnostics)
-    assert m.materials[-1].layers[0].shading_flags & 0x10
+    m = load_tree(tmp_path, {}, [], parts=[{"shader": 3, "uncompressed": u, "strip": [0, 1, 2]}])
+    assert any("two-sided" in d.message for d in m.model.diagnostics)
+    assert m.model.materials[-1].layers[0].shading_flags & 0x10
     assert np.any(centre(m, ABOVE)) and centre(m, ABOVE) == centre(m, BELOW)

@@ -10,19 +10,25 @@ import pytest
 from test_halo_tagbuild import bitmap_tag, header, model_tag, shader_chicago, shader_model, uncompressed
 
 from renderer.assets.search import AssetSearch
-from renderer.formats import load_model
+from renderer.formats import load
 from renderer.formats.halo.shaders import BLEND_FUNCTIONS, flat_color
 
 RED = bitmap_tag(1, 1, 11, bytes([0, 0, 255, 255]))  # one red A8R8G8B8 texel
 
 
-def bitmap_image(model, index):
-    """The image the renderer draws texture `index` of a Halo model with (its texture source)."""
-    return model.texture_source.image(model, index, AssetSearch([], []))
+def bitmap_image(loaded, index):
+    """The image the renderer draws texture `index` of a Halo model with (its context's texture source)."""
+    model, context = loaded
+    return context.texture_source.image(model, index, AssetSearch([], []))
 
 
 def tree(tmp_path, files: dict[str, bytes], shaders, parts=None, **kw):
-    """Write files under tmp/tags and a model at tags/m/m.gbxmodel; return the loaded model."""
+    """`load_tree`'s model."""
+    return load_tree(tmp_path, files, shaders, parts, **kw).model
+
+
+def load_tree(tmp_path, files: dict[str, bytes], shaders, parts=None, **kw):
+    """Write files under tmp/tags and a model at tags/m/m.gbxmodel; return it loaded, with its context."""
     root = tmp_path / "tags"
     for rel, data in files.items():
         p = root / rel
@@ -33,22 +39,23 @@ def tree(tmp_path, files: dict[str, bytes], shaders, parts=None, **kw):
     model = root / "m" / "m.gbxmodel"
     model.parent.mkdir(parents=True, exist_ok=True)
     model.write_bytes(model_tag(shaders=shaders, geometries=[parts], **kw))
-    return load_model(model)
+    return load(model)
 
 
 def test_shader_model_opaque_alpha_tested_two_sided(tmp_path):
-    m = tree(tmp_path, {
+    loaded = load_tree(tmp_path, {
         "s/opaque.shader_model": shader_model("b\\red", flags=4),
         "s/cutout.shader_model": shader_model("b\\red", flags=2),
         "b/red.bitmap": RED,
     }, [(b"soso", "s\\opaque"), (b"soso", "s\\cutout")])
+    m = loaded.model
     assert not m.diagnostics
     a, b = (mat.layers[0] for mat in m.materials)
     assert (a.filter_mode, a.shading_flags) == (0, 0)
     assert (b.filter_mode, b.shading_flags) == (1, 0x10)
     assert a.texture_id == b.texture_id == 0 and len(m.textures) == 1  # one texture per distinct bitmap
     assert m.textures[0].path == "b\\red.bitmap" and m.textures[0].flags == 3
-    assert bitmap_image(m, 0).tolist() == [[[255, 0, 0, 255]]]
+    assert bitmap_image(loaded, 0).tolist() == [[[255, 0, 0, 255]]]
 
 
 @pytest.mark.parametrize("blend", range(len(BLEND_FUNCTIONS)))
@@ -79,8 +86,10 @@ def test_lookup_is_case_insensitive(tmp_path):
 def test_missing_unsupported_and_refused_shaders(tmp_path):
     outside = tmp_path / "evil.shader_model"
     outside.write_bytes(shader_model("b\\red"))
-    m = tree(tmp_path, {"s/glass.shader_transparent_glass": b"whatever", "s/nomap.shader_model": shader_model("")},
-             [(b"soso", "s\\gone"), (b"sgla", "s\\glass"), (b"soso", "..\\evil"), (b"soso", "s\\nomap")])
+    loaded = load_tree(tmp_path, {"s/glass.shader_transparent_glass": b"whatever",
+                                  "s/nomap.shader_model": shader_model("")},
+                       [(b"soso", "s\\gone"), (b"sgla", "s\\glass"), (b"soso", "..\\evil"), (b"soso", "s\\nomap")])
+    m = loaded.model
     msgs = [d.message for d in m.diagnostics]
     assert any("'s\\\\gone.shader_model' not found" in x for x in msgs)
     assert any("is not read" in x for x in msgs)
@@ -90,7 +99,7 @@ def test_missing_unsupported_and_refused_shaders(tmp_path):
     assert all(t.path == "" for t in m.textures)
     for i, s in enumerate(m.info["shaders"]):
         assert tuple(s["flat_color"]) == flat_color(s["path"])
-        assert tuple(bitmap_image(m, m.materials[i].layers[0].texture_id)[0, 0]) == flat_color(s["path"])
+        assert tuple(bitmap_image(loaded, m.materials[i].layers[0].texture_id)[0, 0]) == flat_color(s["path"])
 
 
 def test_bad_shader_and_bitmap_tags_are_diagnostics(tmp_path):

@@ -8,6 +8,7 @@ where it is), Halo shader and bitmap tags. And `texture_lookups` makes exactly t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -24,10 +25,12 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from conftest import CORPUS  # noqa: E402
 
+from renderer import formats  # noqa: E402
 from renderer.assets.pins import InputError, Pins  # noqa: E402
 from renderer.assets.search import AssetSearch, ModelLocation  # noqa: E402
 from renderer.assets.sources import read_source  # noqa: E402
-from renderer.formats import load_model, read_model, source_label  # noqa: E402
+from renderer.context import Loaded  # noqa: E402
+from renderer.formats import load_model, source_label  # noqa: E402
 from renderer.frame import FrameSpec, Renderer, texture_settings  # noqa: E402
 from renderer.inputs import model_inputs  # noqa: E402
 from renderer.model import Layer, Material, Texture  # noqa: E402
@@ -40,23 +43,23 @@ TIMES = (0, 700, 1500, 2600)
 def _pin(source: str, spec: FrameSpec):
     """(the model's bytes, the pinned document, the bytes by sha256) as a coordinator makes them."""
     data = read_source(source)
-    model = read_model(data, source_label(source))
-    found = model_inputs(model, texture_settings(spec), spec.events)
+    model, context = formats.read(data, source_label(source))
+    found = model_inputs(model, texture_settings(spec), spec.events, context)
     blobs = {**found.blobs, hashlib.sha256(data).hexdigest(): data}
     return data, Pins(found.answers, blobs.__getitem__).to_dict(), blobs
 
 
-def _frames(model, specs) -> list:
+def _frames(loaded: Loaded, specs) -> list:
     r = Renderer()
     try:
-        return [r.render(model, s) for s in specs]
+        return [r.render(loaded.model, s, context=loaded.context) for s in specs]
     finally:
         r.close()
 
 
 def _same_frames(source: str, hide: Path, specs: list[FrameSpec], game=()) -> list:
     """Frames of `source` from its files, then from pinned inputs with `hide` moved away; both equal."""
-    here = _frames(load_model(source), specs)
+    here = _frames(formats.load(source), specs)
     data, doc, blobs = _pin(source, specs[0])
     fetched: list[str] = []
 
@@ -69,9 +72,7 @@ def _same_frames(source: str, hide: Path, specs: list[FrameSpec], game=()) -> li
     try:
         pins = Pins.from_dict(doc, fetch, game=game)
         name = source_label(source)
-        model = read_model(data, name, resolver=pins.tags(name))
-        model.pins = pins
-        there = _frames(model, specs)
+        there = _frames(_pinned(formats.read(data, name, resolver=pins.tags(name)), pins), specs)
     finally:
         gone.rename(hide)
     for a, b in zip(here, there, strict=True):
@@ -80,6 +81,11 @@ def _same_frames(source: str, hide: Path, specs: list[FrameSpec], game=()) -> li
         assert [(d.where, d.message) for d in a.diagnostics] == [(d.where, d.message) for d in b.diagnostics]
         assert a.trace == b.trace
     return here
+
+
+def _pinned(loaded: Loaded, pins: Pins) -> Loaded:
+    """A model read from travelling inputs, its lookups answered by `pins` (farm.run.inputs' way)."""
+    return Loaded(loaded.model, dataclasses.replace(loaded.context, pins=pins))
 
 
 def _specs(**kw) -> list[FrameSpec]:
@@ -153,11 +159,9 @@ def test_game_data_stays_where_it_is(tmp_path):
     data, doc, blobs = _pin(str(path), specs[0])
     assert not any(b == (game / "TeamColor03.tga").read_bytes() for b in blobs.values())  # never uploaded
     pins = Pins.from_dict(doc, blobs.__getitem__, game=())  # a worker without game data
-    elsewhere = read_model(data, str(path))
-    elsewhere.pins = pins
-    (frame,) = _frames(elsewhere, specs[:1])
+    (frame,) = _frames(_pinned(formats.read(data, str(path)), pins), specs[:1])
     no_game = FrameSpec(sequence=0, time_ms=0, width=48, height=48, background="#000000", camera=FRONT_CAMERA, team=3)
-    (builtin,) = _frames(load_model(str(path)), [no_game])
+    (builtin,) = _frames(formats.load(str(path)), [no_game])
     np.testing.assert_array_equal(frame.rgba, builtin.rgba)
 
 
@@ -198,9 +202,7 @@ def test_a_fetch_that_fails_is_an_input_error(tmp_path):
         raise OSError("the store is unreachable")
 
     pins = Pins.from_dict(doc, broken)
-    m = read_model(data, str(path))
-    m.pins = pins
-    search = pins.search(ModelLocation.of(m), texture_settings(_specs()[0]))
+    search = pins.search(formats.read(data, str(path)).context.location, texture_settings(_specs()[0]))
     asked = next(k[1] for table in pins.answers.values() for k, v in table.items() if "found" in v)
     with pytest.raises(InputError, match="cannot be fetched: the store is unreachable"):
         search.find(asked)
@@ -211,8 +213,10 @@ def test_texture_lookups_are_load_textures_lookups(tmp_path, name):
     paths = {p.stem: p for p in write_samples(tmp_path)}
     model = load_model(paths[name])
     for settings in (TextureSettings(), TextureSettings(team=5, game=(str(tmp_path),))):
-        a = AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at)
-        b = AssetSearch.for_model(ModelLocation.of(model), settings.assets, settings.game, settings.stop_at)
+        a = AssetSearch.for_model(ModelLocation.from_path(model.path), settings.assets, settings.game,
+                                  settings.stop_at)
+        b = AssetSearch.for_model(ModelLocation.from_path(model.path), settings.assets, settings.game,
+                                  settings.stop_at)
         load_textures(model, settings, a)
         texture_lookups(model, settings, b)
         assert a.record == b.record and a.record
@@ -229,8 +233,8 @@ def test_texture_lookups_on_corpus_models():
         except Exception:  # noqa: BLE001 - the corpus holds broken files on purpose
             continue
         settings = TextureSettings(team=2)
-        a = AssetSearch.for_model(ModelLocation.of(model), (), (), None)
-        b = AssetSearch.for_model(ModelLocation.of(model), (), (), None)
+        a = AssetSearch.for_model(ModelLocation.from_path(model.path), (), (), None)
+        b = AssetSearch.for_model(ModelLocation.from_path(model.path), (), (), None)
         load_textures(model, settings, a)
         texture_lookups(model, settings, b)
         assert a.record == b.record, p

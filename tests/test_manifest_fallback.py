@@ -75,7 +75,31 @@ def test_planning_reads_each_model_once_and_a_model_plan_reads_none(models):
     assert sequences_of(plan)["models/crate.mdx"] == "Spin" and sequences_of(plan)["models/effects.mdx"] == "Stand"
 
 
-WATCH: list = []  # non-empty while the audit hook above counts opens (a hook cannot be removed)
+WATCH: list = []  # non-empty while the audit hooks here count opens (a hook cannot be removed)
+
+
+def test_travelling_inputs_are_published_from_the_read_that_planned_each_model(models, monkeypatch):
+    """Issue 35 item 10: with inputs that travel, `farm run` publishes each model's inputs from the one
+    read that planned it (farm.run.inputs.Publisher): the coordinator opens each model file once,
+    and the workers read the store."""
+    monkeypatch.delenv("FARM_BROKER_URL", raising=False)
+    monkeypatch.setenv("FARM_INPUT_CACHE", str(models / "cache"))
+    monkeypatch.setenv("FARM_RENDERER", "synthetic")
+    (models / "job.toml").write_text('size = "16x16"\ntimestamps = [0]\n[[models]]\npaths = ["models/*.mdx"]\n')
+    opened = []
+    folder = str(models / "models")
+    sys.addaudithook(lambda event, args: opened.append(str(args[0])) if event == "open" and WATCH
+                     and str(args[0]).startswith(folder) and str(args[0]).endswith(".mdx") else None)
+    WATCH.append(1)
+    try:
+        assert main(["run", "job.toml", "--out", "store", "--job-id", "j", "--workers", "1", "--no-compare",
+                     "--no-progress", "--inputs", "travel"]) == 0
+    finally:
+        WATCH.clear()
+    job = JobState.load("j", models / "store")
+    assert job.batches and all(b.get("inputs") for b in job.batches.values())
+    assert job.data["runs"][-1]["inputs"]["models"] == 3
+    assert sorted(opened) == sorted(str(p) for p in (models / "models").glob("*.mdx"))  # once each
 
 
 def test_first_must_end_the_list(models):

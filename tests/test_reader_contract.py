@@ -1,7 +1,8 @@
 """One reader signature (issue 35 item 7): every format is one row of renderer.formats.FORMATS, and
 its reader takes `(data, name, *, strict, resolver, its own options)`: a resolver is accepted by
 every reader (no special case), an option a reader does not have is refused (never swallowed), and
-a model read through the table carries where it came from and the digest of its bytes."""
+a model read through the table comes with a context saying where it came from and the digest of its
+bytes (renderer.context)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import inspect
 
 import pytest
 
-from renderer.formats import FORMATS, MAGIC, READERS, WRITERS, _resolve, load_model, read_model
+from renderer.formats import FORMATS, MAGIC, READERS, WRITERS, _resolve, load, load_model, read_model
 from renderer.formats.mdl import write_mdl
 from renderer.samples import write_samples
 
@@ -45,6 +46,15 @@ def test_an_unknown_option_is_refused_and_a_resolver_is_accepted(tmp_path):
 def test_a_loaded_file_carries_its_location_and_digest(tmp_path):
     write_samples(tmp_path)
     path = tmp_path / "crate.mdx"
-    model = load_model(path)
-    assert model.location.digest == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert model.location.folder == tmp_path and model.location.archive is None
+    model, context = load(path)
+    assert context.location.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert context.location.folder == tmp_path and context.location.archive is None
+    assert context.texture_source is None and context.pins is None
+    assert load_model(path) == model
+
+
+@pytest.mark.parametrize("fmt", [f for f in FORMATS if f.loader], ids=lambda f: f.extensions[0])
+def test_a_loader_has_its_reader_s_signature(fmt):
+    """A format whose reader finds its textures while it loads has a loader with the same parameters
+    (it returns the model and its texture source: renderer.context)."""
+    assert inspect.signature(_resolve(fmt.loader)).parameters == inspect.signature(_resolve(fmt.reader)).parameters

@@ -8,7 +8,7 @@ from conftest import CORPUS, corpus_files
 from mdx_cases import REJECTED
 from render_util import renderer
 
-from renderer.formats import load_model
+from renderer.formats import load
 from renderer.frame import FrameSpec
 
 MDX = [p for p in corpus_files("*.mdx", "*.MDX") if str(p.relative_to(CORPUS)) not in REJECTED]
@@ -29,11 +29,12 @@ INVISIBLE_GEOMETRY = {"Sweep_Fire_Large.mdx"}
 BG = np.array([64, 64, 64])
 
 
-def _render(path, model=None, **kw):
-    model = model or load_model(path)
+def _render(path, loaded=None, **kw):
+    """(the model loaded with its context, renderer.context: Halo's bitmaps are in it; its frame)."""
+    loaded = loaded or load(path)
     assets = (str(CORPUS / ASSET_ROOTS[path.name]),) if path.name in ASSET_ROOTS else ()
     spec = FrameSpec(width=96, height=96, background="#404040", assets=assets, **kw)
-    return model, renderer().render(model, spec)
+    return loaded, renderer().render(loaded.model, spec, context=loaded.context)
 
 
 def _covered(frame) -> int:
@@ -49,7 +50,8 @@ def _opposite(frame) -> str:
 
 @pytest.mark.parametrize("path", MDX + HALO, ids=[p.name for p in MDX + HALO])
 def test_corpus_model_renders(path):
-    model, frame = _render(path)
+    loaded, frame = _render(path)
+    model = loaded.model
     if path.name in EFFECT_ONLY or not any(len(g.triangles) for g in model.geosets):
         return
     assert frame.trace["camera"]["source"].startswith("auto:")
@@ -61,9 +63,9 @@ def test_corpus_model_renders(path):
     for seq, t in tries:
         if best > 20:
             break
-        best = max(best, _covered(_render(path, model, sequence=seq, time_ms=t)[1]))
+        best = max(best, _covered(_render(path, loaded, sequence=seq, time_ms=t)[1]))
     if best <= 20:
-        best = _covered(_render(path, model, camera=_opposite(frame))[1])
+        best = _covered(_render(path, loaded, camera=_opposite(frame))[1])
     if path.name in INVISIBLE_GEOMETRY:
         assert best > 20  # its only geoset's material has static alpha 0: what shows is its effects (PRE2/RIBB)
     else:
@@ -76,7 +78,7 @@ def test_textured_models_find_their_textures(name, texture):
     path = next((p for p in MDX + HALO if p.name == name), None)
     if path is None:
         pytest.skip("corpus not present")
-    model, frame = _render(path)
+    _, frame = _render(path)
     assert not [d for d in frame.diagnostics if texture.lower() in d.message.lower()]
     drawn = frame.rgba[..., :3][np.abs(frame.rgba[..., :3].astype(int) - BG).max(axis=2) > 8]
     assert len(np.unique(drawn.reshape(-1, 3) // 16, axis=0)) > 8  # textured, not a flat placeholder

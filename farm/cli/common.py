@@ -21,8 +21,9 @@ from farm.settings import SettingError, check_image_base, check_msaa, check_size
 from farm.store import open_store
 from farm.thumbs.find import find_models
 from renderer.assets.sources import archive_usage, is_archive
+from renderer.context import Loaded
 from renderer.errors import FormatError
-from renderer.formats import load_model
+from renderer.formats import load
 
 __all__ = [
     "LATEST",
@@ -69,8 +70,9 @@ def _arg(check, name: str, parse=int):
     return convert
 
 
-def load_model_arg(path: str, strict: bool = False, **opts):
-    """The model a command was given (render, convert, inspect, view), or one sentence: the loader's
+def load_model_arg(path: str, strict: bool = False, **opts) -> Loaded:
+    """The model a command was given (render, convert, inspect, view) with its context (what draws
+    it: renderer.formats.load), or one sentence: the loader's
     (FormatError) or a bad loader option (Halo's --lod, --permutation, --regions), which the loaders
     report as ValueError; an archive given as the model is one sentence saying how to name an entry
     (ARCHIVE:ENTRY)."""
@@ -79,7 +81,7 @@ def load_model_arg(path: str, strict: bool = False, **opts):
     if Path(path).is_dir():
         raise UsageError(folder_usage(path))
     try:
-        return load_model(path, strict=strict, **opts)
+        return load(path, strict=strict, **opts)
     except FormatError:
         raise
     except ValueError as e:

@@ -37,7 +37,7 @@ from farm.settings import (
 )
 from renderer.anim import UnknownSequence
 from renderer.assets import MpqError, list_models, read_source
-from renderer.assets.search import AssetSearch, ModelLocation
+from renderer.assets.search import AssetSearch
 from renderer.assets.sources import entry_problem, is_archive
 from renderer.camera import CameraError
 from renderer.files import is_stream
@@ -65,7 +65,7 @@ def cmd_inspect(args) -> int:
         return _inspect_archive(args)
     if Path(args.file).is_dir():
         return _inspect_folder(args)
-    model = load_model_arg(args.file, strict=args.strict, **_halo_options(args))
+    model, context = load_model_arg(args.file, strict=args.strict, **_halo_options(args))
     if model.format == "halo":
         if args.json:
             info = dict(model.info, diagnostics=[d.as_dict() for d in model.diagnostics], path=model.path)
@@ -78,7 +78,7 @@ def cmd_inspect(args) -> int:
     if Path(args.file).suffix.lower() == ".mdx" or data[:4] == b"MDLX":
         chunks = chunk_table(data)
     summary = summarize(model, chunks)
-    events = _resolved_events(model, args) if model.event_objects else []
+    events = _resolved_events(model, context, args) if model.event_objects else []
     if args.json:
         print(json.dumps({**summary, "events_resolved": events} if events else summary, indent=2, sort_keys=True))
     else:
@@ -132,9 +132,9 @@ def _list_models(args, key: str, what: str, models: list[str], commands: list[st
     return 0
 
 
-def _resolved_events(model, args) -> list[dict]:
+def _resolved_events(model, context, args) -> list[dict]:
     """What each EVTS code names in the game's tables, found like textures (renderer.fx.events)."""
-    search = AssetSearch.for_model(ModelLocation.of(model), check_assets(args.assets, "--assets"),
+    search = AssetSearch.for_model(context.location, check_assets(args.assets, "--assets"),
                                    check_game(args.game, "--game") if args.game else default_game(),
                                    follow_links=args.follow_links)
     return resolve_events(model, search)
@@ -160,7 +160,7 @@ def cmd_convert(args) -> int:
     # A model with broken indices still converts (with diagnostics) so it can be fixed by hand.
     src, dst = Path(args.input).suffix.lower(), Path(args.output).suffix.lower()
     lenient = {"check_indices": False} if src in (".mdx", ".mdl") else {}  # the Warcraft readers' option
-    model = load_model_arg(args.input, strict=args.strict, **lenient)
+    model = load_model_arg(args.input, strict=args.strict, **lenient).model
     if dst not in (".mdx", ".mdl"):
         raise SystemExit(f"farm convert: cannot write {args.output!r}: the output must end in .mdx or .mdl")
     if src == ".mdl" and dst == ".mdx" or src == dst:
@@ -292,7 +292,7 @@ def cmd_render(args) -> int:
 def _render(args) -> int:
     animated = _animated(args)
     fmt = _output_format(args.output, animated)
-    model = load_model_arg(args.model, strict=args.strict, **_halo_options(args))
+    model, context = load_model_arg(args.model, strict=args.strict, **_halo_options(args))
     sequence = int(args.sequence) if args.sequence is not None and args.sequence.isdigit() else args.sequence
     try:
         seq = resolve_sequence(model, sequence)
@@ -319,7 +319,7 @@ def _render(args) -> int:
             if args.wireframe:  # a look of farm view's, not a job setting
                 spec = dataclasses.replace(spec, wireframe=True)
             try:
-                frame = renderer.render(model, spec)
+                frame = renderer.render(model, spec, context=context)
             except (CameraError, ValueError) as e:
                 raise UsageError(f"{args.model}: {e}") from None
             dest = out if len(times) == 1 or animated else out.with_name(f"{out.stem}_{i:04d}_{t}ms{out.suffix}")

@@ -27,13 +27,14 @@ def cmd_view(args) -> int:
         script = parse_script(args.script) if args.script is not None else None
     except ValueError as e:
         raise UsageError(f"--script: {e}") from None
-    model = load_model_arg(args.model)
+    model, context = load_model_arg(args.model)
     render = render_settings(args)
     state = ViewState.for_model(model, args.model, width=render.width, height=render.height, render=render)
     from farm.view.window import ViewWindow  # noqa: PLC0415 - glfw and a window only for this command
 
     try:
-        window = ViewWindow(state, model, out_dir=args.out, backend=args.backend, visible=not args.hidden)
+        window = ViewWindow(state, model, out_dir=args.out, backend=args.backend, visible=not args.hidden,
+                            context=context)
     except Exception as e:  # noqa: BLE001 - no display, no libglfw, no GL: one sentence
         raise UsageError(f"cannot open a window: {e}") from None
     if script is None:

@@ -34,8 +34,9 @@ from farm.plan.traces import TraceTable
 from farm.settings import RenderSettings
 from renderer.anim import find_sequence as _find_sequence
 from renderer.assets import read_source, split_source
+from renderer.context import Loaded
 from renderer.errors import error_text
-from renderer.formats import load_model
+from renderer.formats import load
 
 DEFAULT_MAX_FRAMES = default_int("FARM_MAX_FRAMES")
 DEFAULT_BATCH_FRAMES = default_int("FARM_BATCH_FRAMES")
@@ -267,15 +268,16 @@ def find_sequence(model, key) -> int:
     return _find_sequence(model, key)
 
 
-def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), loader=None) -> Plan:
-    """Batches and traces of one model. The model is read here (no GL) for its sequences and their
-    lengths. When it cannot be read, the batches are provisional and the model is in `unloadable`:
-    its traces are failed as planned (cause UNLOADABLE, the loader's sentence), nothing renders them,
-    and `farm retry` plans the model again once it loads. A sequence the model does not have is in
-    `unknown` (a manifest error for `expand_manifest`); its batch is provisional (for a retry of a
-    job planned before: its frames fail with the list of sequences the model has)."""
-    load = loader or read_model
-    batches: list[Batch] = []
+def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), loader=None,
+                planned=None) -> Plan:
+    """Batches and traces of one model, read here (no GL; by `loader`, source -> Loaded, default
+    `read_model`) for its sequences and their lengths; `planned(batches, loaded)`, if given, gets the
+    batches with that read (travelling inputs: farm.run.inputs.Publisher). When it cannot be read,
+    the batches are provisional and the model is in `unloadable`: its traces are failed as planned
+    (cause UNLOADABLE, the loader's sentence), nothing renders them, and `farm retry` plans it again
+    once it loads. A sequence the model lacks is in `unknown` (a manifest error for `expand_manifest`);
+    its batch is provisional (a retry of a job planned before: its frames fail, listing the model's)."""
+    load, batches = loader or read_model, []
     rs = plan.settings
     common = dict(settings=rs, stop_at=plan.root, missing=plan.missing)
 
@@ -291,7 +293,8 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
     unknown: list = []
     chain = plan.sequence_fallback  # ["Portrait", "Stand", "first"]: one sequence, picked from the model
     try:
-        model, digest = read_model_and_digest(plan.path, load)
+        loaded, digest = read_model_and_digest(plan.path, load)
+        model = loaded.model
     except Exception as e:  # noqa: BLE001 - any loader failure: the model's frames fail with its sentence
         unloadable[plan.rel] = f"{plan.rel} does not load: {error_text(e)}"
         selectors = resolve_fallback(None, chain) if chain else [None] if plan.sequences == "all" \
@@ -325,6 +328,8 @@ def expand_plan(plan: ModelPlan, trace_thresholds: list[TraceThresholds] = (), l
             label = sequence_label(model, index)
             for part in chunks(stamps, batch_frames()):
                 batches.append(batch(digest, index, label, part))
+    if planned is not None and plan.rel not in unloadable:
+        planned(batches, loaded)
     traces: dict[str, dict] = {}
     # One thresholds object per set of matching [[thresholds.traces]] entries, shared by the traces it
     # applies to (never changed in place): a million planned frames hold a handful, not a million.
@@ -352,28 +357,28 @@ def model_digest(source: str) -> str:
     return file_digest(source)
 
 
-def read_model_and_digest(source: str, loader=None):
-    """(the model, the sha256 of its bytes). The file or archive entry is read once: its loader records
-    the digest of the bytes it decoded (`Model.location.digest`); only a loader that does not (a
-    stand-in) has the source read again for it."""
-    model = (loader or read_model)(source)
-    known = getattr(getattr(model, "location", None), "digest", None)
-    return model, known or model_digest(source)
+def read_model_and_digest(source: str, loader=None) -> tuple[Loaded, str]:
+    """(the model and its context, the sha256 of its bytes). The file or archive entry is read once:
+    its loader records the digest of the bytes it decoded in the context's location; only a loader
+    that does not (a stand-in) has the source read again for it."""
+    loaded = (loader or read_model)(source)
+    return loaded, loaded.context.location.digest or model_digest(source)
 
 
-def read_model(path: str):
-    """A model as the farm reads it (no GL; diagnostics, not errors, for oddities)."""
-    return load_model(path, strict=False)
+def read_model(path: str) -> Loaded:
+    """A model as the farm reads it, with its context (no GL; diagnostics, not errors, for oddities)."""
+    return load(path, strict=False)
 
 
-def expand_manifest(manifest: Manifest, loader=None) -> Plan:
-    """Every model of the manifest, expanded. A sequence named in the manifest that a model does not
-    have, and a `[[thresholds.traces]]` glob that matches no trace, are ManifestErrors naming the line."""
+def expand_manifest(manifest: Manifest, loader=None, planned=None) -> Plan:
+    """Every model of the manifest, expanded (`loader`, `planned`: as for `expand_plan`). A sequence
+    named in the manifest that a model does not have, and a `[[thresholds.traces]]` glob that matches
+    no trace, are ManifestErrors naming the line."""
     plan = Plan([], TraceTable(), {})
     cap, why = frame_limit()  # once, before planning takes the memory it measures
     for mp in manifest.plans:
         try:
-            plan.merge(expand_plan(mp, manifest.trace_thresholds, loader))
+            plan.merge(expand_plan(mp, manifest.trace_thresholds, loader, planned))
         except TooManyFrames as e:
             raise ManifestError(manifest.shown_as or manifest.path, mp.line, str(e)) from None
         if len(plan.traces) > cap:

@@ -301,7 +301,8 @@ def render_batch(batch: Batch, renderer_factory: Callable[[], object], store, jo
     """Render every frame of `batch` and record the result under `job_id` (see the module docstring).
 
     `renderer_factory()` returns this process's renderer: an object with `render(model, spec,
-    model_digest)` -> Frame and `forget(model)` (renderer.Renderer, or a stand-in).
+    model_digest)` -> Frame (and `context=`, when it draws textures: renderer.context) and
+    `forget(model)` (renderer.Renderer, or a stand-in).
     `on_frame(done, total, failed)` is called after each frame. `budgets` (default: from the
     environment, farm.run.budget) bounds each frame's wall time; a frame over a budget fails alone.
     """
@@ -353,7 +354,7 @@ class _Delivery:
         if deaths >= max_deliveries:
             return self.finish(kind.died_too_often(batch, deaths))
         try:
-            model, digest = read_batch_model(batch, store)
+            (model, context), digest = read_batch_model(batch, store)
         except abort:
             raise
         except Exception as e:  # noqa: BLE001 - the loader's failure is these frames' failure
@@ -366,15 +367,16 @@ class _Delivery:
         before = kind.done_before(store, job_id, batch) if self.attempt > 1 else {}
         renderer = acquire_renderer(renderer_factory, abort)
         try:
-            return self._frames(renderer, model, digest, work, before, abort, budgets)
+            return self._frames(renderer, model, context, digest, work, before, abort, budgets)
         finally:
             _forget(renderer, model)
 
-    def _frames(self, renderer, model, digest, work: Work, before: dict, abort: tuple,
+    def _frames(self, renderer, model, context, digest, work: Work, before: dict, abort: tuple,
                 budgets: Budgets) -> BatchResult:
         batch, kind, frames = self.batch, self.kind, self.frames
         failed = 0
         ahead = _ahead(renderer, batch, work, before)
+        given = _context(renderer, context)
         for key, t in work.frames:
             if key in before:  # an earlier delivery rendered and recorded it
                 frames.append(before[key])
@@ -384,7 +386,7 @@ class _Delivery:
                 started = time.perf_counter()
                 with frame_deadline(budgets.frame_seconds):
                     frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest,
-                                            **ahead.get(key, {}))
+                                            **ahead.get(key, {}), **given)
                 kept = kind.keep(batch, self.store, model, frame, key, t, work)
                 kept.render_s = round(time.perf_counter() - started, 6)
                 frames.append(kept)
@@ -415,6 +417,17 @@ def _ahead(renderer, batch: Batch, work: Work, before: dict) -> dict[str, dict]:
         return {}
     todo = [(k, t) for k, t in work.frames if k not in before]
     return {k: {"then": batch.frame_spec(work.sequence, t)} for (k, _), (_, t) in zip(todo, todo[1:], strict=False)}
+
+
+def _context(renderer, context) -> dict:
+    """{"context": the model's} for a renderer whose render takes it (renderer.frame.Renderer: where
+    the model came from and how its inputs are found, renderer.context); {} for stand-ins that draw
+    no textures. (A Renderer subclass that overrides render without it draws the context its model's
+    path names, and refuses a Halo model: renderer.formats.context_of.)"""
+    try:
+        return {"context": context} if "context" in inspect.signature(renderer.render).parameters else {}
+    except (TypeError, ValueError):  # no signature to read
+        return {}
 
 
 def _alive(pid: int) -> bool:

@@ -46,7 +46,7 @@ from farm.plan.manifest import ManifestError, ModelPlan, TraceThresholds, load_m
 from farm.plan.traces import TraceTable
 from farm.run.dispatch import in_flight, mode, run_batches
 from farm.run.execute import BatchResult
-from farm.run.inputs import publish, travels
+from farm.run.inputs import Publisher, travels
 from farm.run.progress import Progress
 from farm.store import Store, open_store, split_job_url
 from farm.store.documents import check_job_log_record
@@ -267,12 +267,13 @@ class JobState:
         self._dirty_batches.clear()
         self._dirty_runs = False
 
-    def replan(self, model_rel: str) -> list[Batch]:
+    def replan(self, model_rel: str, publisher: Publisher | None = None) -> list[Batch]:
         """Plan a model again (it did not load, or lacked a sequence, when the job was planned):
-        its traces that are not done are replaced by the new plan's; returns the batches to run."""
+        its traces that are not done are replaced by the new plan's; returns the batches to run.
+        `publisher`: their inputs travel, published from the read that plans them."""
         plan = expand_plan(ModelPlan.from_dict(self.data["models"][model_rel]),
                            [TraceThresholds(t["match"], t["values"], t.get("line"))
-                            for t in self.data.get("trace_thresholds", [])])
+                            for t in self.data.get("trace_thresholds", [])], *_planning(publisher))
         done = {k for k, t in self.traces.items() if t["model"] == model_rel and t["status"] == "done"}
         self._whole = True
         for k in [k for k, t in self.traces.items() if t["model"] == model_rel and k not in done]:
@@ -313,19 +314,29 @@ def _planned(trace: dict, in_place: bool = False) -> dict:
 # Running
 
 
+def _planning(publisher: Publisher | None) -> tuple:
+    """(loader, planned) for farm.plan.batches.expand_plan: a publisher's, so that travelling inputs
+    are published from planning's one read of each model; (None, None) when the inputs do not travel."""
+    return (publisher.read, publisher.planned) if publisher is not None else (None, None)
+
+
 def _execute(job: JobState, batches: list[Batch], broker: str | None, workers: int | None,
-             progress: bool | None, follow: list | None = None, inputs: str | None = None) -> dict:
+             progress: bool | None, follow: list | None = None, inputs: str | None = None,
+             publisher: Publisher | None = None) -> dict:
     """Send `batches` and follow them, and `follow` ((task id or None, batch) pairs still in flight,
     not sent again), recording every result in the job. `inputs`: whether their inputs travel
-    (farm.run.inputs.INPUT_MODES; None: FARM_INPUTS)."""
+    (farm.run.inputs.INPUT_MODES; None: FARM_INPUTS); `publisher`: the one that published some of
+    them already, as they were planned (farm.run.inputs.Publisher)."""
     # Longest batches first, so the last ones to finish are short (less idle time at the end).
     batches = sorted(batches, key=lambda b: (-len(b.keys), b.model_rel, b.id))
     frames = sum(len(b.keys) for b in batches) + sum(len(b.keys) for _, b in follow or ())
     run = {"mode": mode(broker), "broker": redact_url(broker), "workers": workers,
            "batches": len(batches), "frames": frames, "started": _now(), "finished": None}
     job.data["runs"].append(run)
-    if travels(job.store, inputs):  # before the batches are recorded as sent: they carry their inputs
-        run["inputs"] = publish(batches, job.store)
+    if publisher is not None or travels(job.store, inputs):  # before the batches are recorded as sent
+        publisher = publisher or Publisher(job.store)
+        publisher.give(batches)  # they carry their inputs
+        run["inputs"] = publisher.cost
     job.dispatched(batches)
     t0 = time.monotonic()
     bar = Progress(frames, enabled=progress)
@@ -349,12 +360,14 @@ def run_job(manifest: str | Path, out: str | Path | None = None, broker: str | N
             inputs: str | None = None) -> JobState:
     """Plan a manifest into batches, run them (Celery when a broker is given, else locally), record."""
     m = load_manifest(manifest)
-    plan = expand_manifest(m)
+    store = open_store(out or default_out())
+    publisher = Publisher(store) if travels(store, inputs) else None  # inputs published as models are read
+    plan = expand_manifest(m, *_planning(publisher))
     if not plan.batches:
         raise ManifestError(m.shown_as or m.path, None, "the manifest expands to no frames")
-    store = open_store(out or default_out())
     job = JobState.create(store, m, plan, job_id)  # its document is written when the batches are sent
-    _execute(job, plan.runnable(), broker_url(broker, reach=True), workers, progress, inputs=inputs)
+    _execute(job, plan.runnable(), broker_url(broker, reach=True), workers, progress, inputs=inputs,
+             publisher=publisher)
     return job
 
 
@@ -374,9 +387,10 @@ def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, 
     chosen = {batch_id: Batch.from_dict(job.batches[batch_id]) for batch_id in by_batch}
     # A model that did not load (or lacked a sequence) when planned is planned again as a whole.
     replan = sorted({b.model_rel for b in chosen.values() if b.provisional})
+    publisher = Publisher(job.store) if replan and travels(job.store, inputs) else None
     batches: list[Batch] = []
     for rel in replan:
-        batches.extend(job.replan(rel))
+        batches.extend(job.replan(rel, publisher))
     for batch_id, b in sorted(chosen.items()):
         if b.model_rel in replan:
             continue
@@ -389,7 +403,7 @@ def retry_job(job_ref: str, out: str | Path | None = None, failed: bool = True, 
     follow = [(busy[b.id], b) for b in batches if b.id in busy]
     batches = [b for b in batches if b.id not in busy]
     if batches or follow:
-        _execute(job, batches, broker, workers, progress, follow, inputs=inputs)
+        _execute(job, batches, broker, workers, progress, follow, inputs=inputs, publisher=publisher)
     return job
 
 

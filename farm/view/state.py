@@ -81,11 +81,12 @@ class ViewState:
         state.home = (state.target, state.yaw, state.pitch, state.distance)
         return state
 
-    def frame_default(self, renderer, model: Model) -> None:
+    def frame_default(self, renderer, model: Model, context=None) -> None:
         """Point the camera, and its home (`r`), at the default look's camera for this frame (farm.look:
-        ``fit`` frames what this frame draws, so `renderer` resolves it from the frame's pose and effects)."""
+        ``fit`` frames what this frame draws, so `renderer` resolves it from the frame's pose and effects;
+        `context`: the model's, renderer.context)."""
         spec = replace(self.frame_spec(), camera=DEFAULT_CAMERA, wireframe=False)
-        self.look(*frame_camera(renderer, model, spec))
+        self.look(*frame_camera(renderer, model, spec, context))
         self.home = (self.target, self.yaw, self.pitch, self.distance)
 
     def look(self, eye, target) -> None:

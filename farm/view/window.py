@@ -29,17 +29,18 @@ CLEAR = (0.16, 0.16, 0.18, 1.0)  # behind a transparent background
 
 class ViewWindow:
     def __init__(self, state: ViewState, model: Model, out_dir: str | Path = ".", backend: str = "auto",
-                 visible: bool = True, stdout=None):
+                 visible: bool = True, stdout=None, context=None):
         import glfw  # noqa: PLC0415 - libglfw is loaded only by a process that opens a window
 
         self.glfw = glfw
         self.state, self.model = state, model
+        self.context = context  # where the model came from, how its inputs are found (renderer.context)
         self.out_dir = Path(out_dir)
         self.stdout = stdout or sys.stdout
         self.saved: list[tuple[Path, str]] = []  # (png, the farm render command line)
         self.renderer = Renderer(backend)
         self.renderer.context  # noqa: B018 - create the EGL context first: it binds PyOpenGL's platform
-        state.frame_default(self.renderer, model)  # start at the default look (farm.look: the fit camera)
+        state.frame_default(self.renderer, model, context)  # start at the default look (farm.look: the fit camera)
         self._button = None
         self._cursor = None
         self._frame = None
@@ -149,7 +150,7 @@ class ViewWindow:
 
     # ---- frames ---------------------------------------------------------------------------------
     def render(self):
-        return self.renderer.render(self.model, self.state.frame_spec())
+        return self.renderer.render(self.model, self.state.frame_spec(), context=self.context)
 
     def draw(self) -> None:
         """Render the state's frame offscreen and draw it into the window (back buffer)."""

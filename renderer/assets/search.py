@@ -65,16 +65,9 @@ class ModelLocation:
     digest: str = ""  # sha256 of the model's bytes, when the loader knows it
 
     @classmethod
-    def of(cls, model) -> ModelLocation:
-        """The location a loader attached to the model, else the one its path names
-        ("dir/x.mdx", or "maps/foo.w3x:war3mapImported/x.mdx")."""
-        known = getattr(model, "location", None)
-        if isinstance(known, ModelLocation):
-            return known
-        return cls.from_path(str(getattr(model, "path", "") or ""))
-
-    @classmethod
     def from_path(cls, path: str) -> ModelLocation:
+        """The location a path names ("dir/x.mdx", or "maps/foo.w3x:war3mapImported/x.mdx"); no digest.
+        A loaded model's, with its digest, is its context's (renderer.context)."""
         split = split_source(path) if path else None
         if split is not None:
             return cls(archive=split[0], entry=entry_name(split[1]))

@@ -25,13 +25,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 
 from renderer import blending
+from renderer.context import ModelContext
 from renderer.errors import Diagnostic
 from renderer.fx import pre2
+from renderer.fx.prem import uses_model
 from renderer.model import Model, Texture
 from renderer.rules import DEFAULT_LIGHTING, PREM_TGA_HALF_SIZE, lighting_rule
 from renderer.texture_set import TextureSettings
@@ -42,6 +45,36 @@ def effect_texture_settings(settings) -> TextureSettings:
     placeholder; child models search their own folders and these roots (no game data, no stop root),
     as in 0.2 (goldens of PREM children keep their bytes)."""
     return TextureSettings(settings.assets, settings.team, settings.missing_textures)
+
+
+@dataclass(frozen=True)
+class EffectInput:
+    """One lookup drawing an emitter makes: a texture (`texture`, through the model's search under
+    `effect_texture_settings`) or a PREM child model (`child`, its path: looked up by
+    `child_candidates`, then drawn with its own textures and effects)."""
+
+    texture: Texture | None = None
+    child: str | None = None
+
+
+def pre2_input(replaceable_id: int) -> EffectInput | None:
+    """What a PRE2 emitter looks up: a replaceable id's texture; None for id 0 (a texture of the
+    model's own, `textureId`: looked up with the model's textures)."""
+    return EffectInput(texture=Texture(replaceable_id=replaceable_id)) if replaceable_id else None
+
+
+def prem_input(record) -> EffectInput:
+    """What a PREM emitter looks up: its child model when it draws models, else its particles' texture."""
+    if uses_model(record):
+        return EffectInput(child=str(record.path))
+    return EffectInput(texture=Texture(path=str(record.path)))
+
+
+def effect_inputs(model: Model) -> list[EffectInput]:
+    """Every lookup the effects pass may make for `model`'s emitters (whichever of them spawn), in the
+    pass's own terms (`pre2_input`, `prem_input`: what `EffectResources` draws with)."""
+    found = [pre2_input(int(e.replaceable_id)) for e in model.particle_emitters2]
+    return [i for i in found if i is not None] + [prem_input(e) for e in model.particle_emitters]
 
 
 def child_candidates(path: str) -> list[str]:
@@ -91,7 +124,9 @@ class EffectResources:
             holder = Model(textures=[texture], path=self.model.path)
             # The model's own search (renderer.assets: map root, asset roots, game data), so effect
             # textures are found like the model's and recorded with the frame's other lookups.
-            loaded = load_textures(holder, self.textures, search=getattr(self.gpu, "search", None))
+            # (a holder of one texture: no texture source of the model's)
+            loaded = load_textures(holder, self.textures, search=self.gpu.search,
+                                   context=ModelContext(self.gpu.context.location))
             for d in loaded.diagnostics:
                 self.gpu.diagnostics.append(Diagnostic(where, d.offset, d.message))
             t = loaded.textures[0]
@@ -101,9 +136,9 @@ class EffectResources:
 
     def pre2_texture(self, spec: pre2.Pre2Spec) -> int:
         where = f"PRE2 {spec.index}"
-        rid = spec.replaceable_id
-        if rid:
-            return self._load(("rid", rid), Texture(replaceable_id=rid), where)
+        own = pre2_input(spec.replaceable_id)
+        if own is not None:
+            return self._load(("rid", spec.replaceable_id), own.texture, where)
         tid = spec.texture_id
         if 0 <= tid < len(self.gpu.textures):
             return self.gpu.textures[tid]
@@ -113,7 +148,7 @@ class EffectResources:
         return self._load(("placeholder",), Texture(path=""), where)
 
     def prem_texture(self, spec) -> int:
-        return self._load(("prem", spec.index), Texture(path=str(spec.record.path)), f"PREM {spec.index}")
+        return self._load(("prem", spec.index), prem_input(spec.record).texture, f"PREM {spec.index}")
 
     def child(self, spec):
         """The child model's ModelGPU, or None (reported once) when it cannot be found or loaded."""
@@ -121,7 +156,7 @@ class EffectResources:
             return self._children[spec.index]
         # a child model (and its GPU side) loads only when an effect spawns one
         from renderer.errors import FormatError
-        from renderer.formats import read_model
+        from renderer.formats import read
         from renderer.scene import ModelGPU
 
         where = f"PREM {spec.index}"
@@ -137,9 +172,8 @@ class EffectResources:
                                                      f" the asset roots or the game data; its particles are not drawn")
         else:
             try:  # from the bytes the search found (a worker's pinned inputs too), named where they were found
-                loaded = read_model(found.data, found.where)
-                loaded.pins = self.model.pins
-                child = ModelGPU(loaded, self.textures)
+                loaded = self.gpu.context.child(read(found.data, found.where))
+                child = ModelGPU(loaded.model, self.textures, loaded.context)
                 self.gpu.diagnostics.extend(Diagnostic(where, d.offset, d.message) for d in child.diagnostics)
             except (FormatError, OSError, ValueError) as exc:
                 msg = exc.sentence() if isinstance(exc, FormatError) else str(exc)

@@ -2,7 +2,8 @@
 
 Facts: ../shared/docs/halo-tags.md. Entry point: `read_halo_model(data, name, strict=False,
 lod="super_high", permutation=None, regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None)`,
-registered for ".model" and ".gbxmodel" (a file: `renderer.formats.load_model(path, lod=...)`).
+registered for ".model" and ".gbxmodel" (a file: `renderer.formats.load(path, lod=...)`), and
+`load_halo_model` (the same, returning the model and its texture source: the format's loader).
 Modules: `tagfile` (header, bounded big-endian cursor, tag root), `model_tag` (every block of the
 tag), `geometry` (compressed vertices, strips, node maths), `shaders`, `bitmap`,
 `load` (the neutral model), `info` (`format_halo_info`).
@@ -51,8 +52,9 @@ How a model tag maps onto the neutral Model
   fallback material.
 - Tags are found by the reader's resolver (renderer.formats' contract): a `TagRoot` over the tag
   root by default, or a worker's pinned answers (renderer.assets.pins); the bytes it found are kept
-  with the model, so nothing reads the tag tree after the load.
-- The renderer gets pixels through the model's `texture_source` (`load.HaloBitmaps`, which
+  in the texture source the load returns beside the model, so nothing reads the tag tree after it.
+- The renderer gets pixels through the model's context's `texture_source` (`load.HaloBitmaps`, returned
+  by `load_halo_model`, the format's loader; renderer.context), which
   renderer.texture_set asks before any file search): (H, W, 4) uint8 RGBA, row 0 = the top row,
   sampled with uv as stored (no V flip); the top mip level of the base map, or a 1x1 image of the
   flat colour. Decoded images are cached and read-only.
@@ -67,7 +69,7 @@ How a model tag maps onto the neutral Model
 
 from .bitmap import decode_bitmap_tag, read_bitmap_tag
 from .info import format_halo_info
-from .load import TAG_KINDS, HaloBitmaps, lod_index, read_halo_model
+from .load import TAG_KINDS, HaloBitmaps, load_halo_model, lod_index, read_halo_model
 from .model_tag import LODS, read_model_tag
 from .tagfile import TagRoot
 
@@ -77,6 +79,7 @@ __all__ = [
     "HaloBitmaps",
     "decode_bitmap_tag",
     "format_halo_info",
+    "load_halo_model",
     "lod_index",
     "read_bitmap_tag",
     "read_halo_model",

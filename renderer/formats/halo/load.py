@@ -58,8 +58,18 @@ NEAREST_TAG_ROOT = "nearest"  # read_halo_model's default tag root: the folder n
 
 def read_halo_model(data: bytes, path: str = "<bytes>", *, strict: bool = False, lod="super_high", permutation=None,
                     regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None) -> Model:
+    """The neutral Model of a Halo 1 model tag (renderer.formats' reader contract): `load_halo_model`'s
+    model, without the bitmaps it found (a caller that draws it reads it with renderer.formats.read)."""
+    return load_halo_model(data, path, strict=strict, lod=lod, permutation=permutation, regions=regions,
+                           tag_root=tag_root, resolver=resolver)[0]
+
+
+def load_halo_model(data: bytes, path: str = "<bytes>", *, strict: bool = False, lod="super_high", permutation=None,
+                    regions=None, tag_root=NEAREST_TAG_ROOT, resolver=None) -> tuple[Model, HaloBitmaps]:
     """Parse the bytes of a Halo 1 `.model` (Xbox, class mode) or `.gbxmodel` (PC, class mod2) tag
-    into the neutral Model (renderer.formats' reader contract).
+    into the neutral Model and the texture source that draws its textures from the bitmap tags found
+    while it loaded (`HaloBitmaps`: renderer.context.ModelContext.texture_source; renderer.formats'
+    loader contract).
 
     lod: 'super_high' (default), 'high', 'medium', 'low', 'super_low' or 0..4.
     permutation: None (permutation 0 of every region), an index or a name (applied to every region
@@ -76,7 +86,7 @@ def read_halo_model(data: bytes, path: str = "<bytes>", *, strict: bool = False,
         if tag_root == NEAREST_TAG_ROOT:
             tag_root = find_tag_root(path) if split_source(path) is None else None
         resolver = TagRoot(Path(tag_root)) if tag_root is not None else None
-    model = Model(version=tag.header.version, path=path, format="halo", texture_source=HaloBitmaps(resolver))
+    model = Model(version=tag.header.version, path=path, format="halo")
     model.name = PurePosixPath(path.replace("\\", "/")).stem
     model.diagnostics.extend(tag.diagnostics)
     b = _Builder(tag, model, path, resolver)
@@ -89,7 +99,7 @@ def read_halo_model(data: bytes, path: str = "<bytes>", *, strict: bool = False,
     if strict and model.diagnostics:
         d = model.diagnostics[0]
         raise FormatError(path, d.where, d.offset, f"{d.message} (strict mode)")
-    return model
+    return model, HaloBitmaps(resolver)
 
 
 class _Builder:
@@ -463,13 +473,13 @@ def _tangents(tangent: np.ndarray, binormal: np.ndarray, normal: np.ndarray) -> 
 # -- textures for the renderer ---------------------------------------------------------------------
 
 class HaloBitmaps:
-    """`Model.texture_source` of a Halo model: its textures are the bitmap tags the loader's resolver
-    found (a `TagRoot`, or a worker's pinned answers; their bytes kept from the load, decoded through
-    the digest cache), or flat colours. Records, in the renderer's asset search, each shader and
-    bitmap tag the model uses: found ones (path and sha256), and missing ones (what was asked, why,
-    and the tag root looked in) the way a missing texture is recorded, so frames warn about them and
-    `missing = "fail"` fails them. `drawn` ends the warning: what the frame draws instead
-    (renderer.texture_set)."""
+    """The texture source of a Halo model (renderer.context.ModelContext.texture_source): its textures
+    are the bitmap tags the loader's resolver found (a `TagRoot`, or a worker's pinned answers; their
+    bytes kept from the load, decoded through the digest cache), or flat colours. Records, in the
+    renderer's asset search, each shader and bitmap tag the model uses: found ones (path and sha256),
+    and missing ones (what was asked, why, and the tag root looked in) the way a missing texture is
+    recorded, so frames warn about them and `missing = "fail"` fails them. `drawn` ends the warning:
+    what the frame draws instead (renderer.texture_set)."""
 
     drawn = MISSING_DRAWN
 
