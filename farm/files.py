@@ -45,17 +45,19 @@ def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) 
 
 def json_wide_chunks(obj: dict, wide: str | tuple[str, ...]):
     """`obj` as JSON in pieces, for a document with large members `wide` (a name or several: mappings,
-    such as a comparison's traces, a job's traces and batches): sorted keys, each top-level member on a
-    line, each of `wide`'s entries on a line of its own (compact, by the C encoder; a mapping with a
-    `json_lines()` of its own, such as farm.plan.traces.TraceTable, writes them), so the same data gives
-    the same bytes and a million entries are never one string. ensure_ascii is off as in json_bytes."""
+    such as a comparison's traces, a job's traces and batches): the other members first, by name, then
+    the large ones in the order given; each top-level member on a line, each entry of a large one on a
+    line of its own (compact, by the C encoder; a mapping with a `json_lines()` of its own, such as
+    farm.plan.traces.TraceTable, writes them), so the same data gives the same bytes and a million
+    entries are never one string. ensure_ascii is off as in json_bytes."""
     dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
-    names = sorted(obj)
+    wide = (wide,) if isinstance(wide, str) else tuple(wide)
+    names = sorted(n for n in obj if n not in wide) + [n for n in wide if n in obj]  # the large ones last
     yield "{\n"
     for i, name in enumerate(names):
         end = ",\n" if i < len(names) - 1 else "\n"
         member = obj[name]
-        if name in ((wide,) if isinstance(wide, str) else wide) and isinstance(member, Mapping):
+        if name in wide and isinstance(member, Mapping):
             lines = member.json_lines() if hasattr(member, "json_lines") else \
                 (f"{dumps(k)}: {dumps(v)}" for k, v in sorted(member.items()))
             yield f" {dumps(name)}: {{"
@@ -78,8 +80,8 @@ def _entry_lines(lines):
 
 def read_wide_json(read, wide: dict, block: int = 1 << 22) -> dict:
     """The document `json_wide_chunks` wrote, read through `read(n)` (a binary file's read) without
-    holding its large members whole: `wide` maps each such member's name to `put(key, value)`, which is
-    given its entries, parsed about `block` bytes of lines at a time; the document returned has ``{}``
+    holding its large members whole: `wide` maps each such member's name to `put(entries)`, which is
+    given its entries as dicts of about `block` bytes of lines each; the document returned has ``{}``
     there. ValueError when the bytes are not in that layout (an older, indented document: read it
     whole instead; `put` may have been given some entries already)."""
     openings = {b" " + json.dumps(name).encode() + b": {\n": put for name, put in wide.items()}
@@ -135,8 +137,7 @@ def _put_entries(lines: bytes, put, opening: bytes) -> None:
     entries = json.loads(b"{" + body.removesuffix(b",") + b"}")
     if len(entries) != lines.count(b"\n"):
         raise ValueError(f"{opening!r} is not written one entry a line (or repeats a key)")
-    for key, value in entries.items():
-        put(key, value)
+    put(entries)
 
 
 def json_mapping_chunks(items):

@@ -366,3 +366,29 @@ def test_a_retry_that_cannot_reach_its_broker_changes_nothing(job_dir, monkeypat
     assert again.traces[key]["status"] == "failed" and again.traces[key]["error"] == "the frame took too long"
     assert job.store.job_path(job.id).read_bytes() == document and len(again.data["runs"]) == 1
     assert job.store.read_batch_result(job.id, t["batch"]) is not None
+
+
+def test_the_pool_waits_on_a_window_of_batches_not_on_all_of_them(job_dir):
+    """A million-frame job is 21k batches: waiting on all of them at once cost a pass over every one
+    per finished batch. The pool holds a few more than its processes and sends the next as one ends."""
+    (job_dir / "many.toml").write_text(MANIFEST.replace('timestamps = [0, "50%", "100%"]',
+                                                        f"timestamps = {list(range(0, 400, 20))}"))
+    code = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import farm.run.local as local
+        waited, real = [], local.wait
+        def wait(fs, **kw):
+            waited.append(len(fs))
+            return real(fs, **kw)
+        local.wait = wait
+        from farm.run.jobs import run_job
+        job = run_job({str(job_dir / "many.toml")!r}, out={str(job_dir / "out")!r}, workers=1, progress=False)
+        print(json.dumps({{"counts": job.counts(), "batches": len(job.batches), "most": max(waited)}}))
+    """)
+    env = {**os.environ, "FARM_RENDERER": "test_farm_local:EnvRenderer", "FARM_BATCH_FRAMES": "1"}
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert report["batches"] >= 60 and report["counts"]["done"] >= 60 and report["counts"]["pending"] == 0, report
+    assert report["most"] <= 8, report  # 1 process: 4 a process + 4

@@ -50,6 +50,20 @@ def test_a_table_reads_back_every_trace_as_written_with_its_types():
         json.loads("".join(json_wide_chunks({"traces": plain}, "traces")))
 
 
+def test_a_block_taken_at_once_is_the_table_taken_a_trace_at_a_time():
+    plain = _traces(400, seed=11)
+    one_by_one = TraceTable(plain)
+    keys = list(plain)
+    at_once = TraceTable({k: {"status": "pending", "stale": 1} for k in keys[:50]})  # some there already
+    at_once.add({k: plain[k] for k in keys[:200]})
+    at_once.add({k: plain[k] for k in keys[200:]})
+    assert list(at_once) == keys
+    for k in keys:
+        got = at_once.plain(k)
+        assert got == one_by_one.plain(k) == plain[k], k
+        assert {n: type(v) for n, v in got.items()} == {n: type(v) for n, v in plain[k].items()}, k
+
+
 def test_a_trace_view_writes_through_and_deletes():
     table = TraceTable(_traces(20))
     key = next(iter(table))
@@ -100,7 +114,7 @@ def test_a_wide_document_reads_in_pieces_as_it_reads_whole(block):
     doc = {"format": "x", "batches": {"b1": {"keys": ["k1"]}, "b0": {"keys": []}}, "traces": _traces(50),
            "long": "y" * 300, "z": [1], "empty": {}}
     got: dict = {"batches": {}, "traces": {}, "empty": {}}
-    rest = read_wide_json(io.BytesIO(_wide(doc)).read, {n: got[n].__setitem__ for n in got}, block=block)
+    rest = read_wide_json(io.BytesIO(_wide(doc)).read, {n: got[n].update for n in got}, block=block)
     assert {**rest, **got} == doc == json.loads(_wide(doc))
     assert rest["traces"] == {} and rest["batches"] == {}
 
@@ -110,11 +124,11 @@ def test_an_indented_or_cut_document_is_not_taken_for_a_wide_one(block):
     doc = {"traces": {"k": {"status": "done", "a": 1}, "k2": {"status": "done"}}}
     for data in (json_bytes(doc), _wide(doc)[:-8], _wide(doc)[:-4] + b"x}\n"):
         with pytest.raises(ValueError):
-            read_wide_json(io.BytesIO(data).read, {"traces": lambda k, v: None}, block=block)
+            read_wide_json(io.BytesIO(data).read, {"traces": lambda entries: None}, block=block)
     repeated = _wide(doc).replace(b'"k2"', b'"k"')  # as json.loads reads it: the last one stands
     got: dict = {}
     try:
-        read_wide_json(io.BytesIO(repeated).read, {"traces": got.__setitem__}, block=block)
+        read_wide_json(io.BytesIO(repeated).read, {"traces": got.update}, block=block)
     except ValueError:  # a block that holds both is not one entry a line: the caller reads it whole
         got = json.loads(repeated)["traces"]
     assert got == json.loads(repeated)["traces"] == {"k": {"status": "done"}}

@@ -32,6 +32,7 @@ _NO_INT = -(2 ** 63)  # an integer column's "absent"
 _SHARED = ("model", "sequence", "batch", "status", "thresholds", "cause", "error", "missing")
 _INTS = ("time_ms", "attempts")
 _HEX = frozenset("0123456789abcdef")
+_EMPTY_DICT = ("dict",)
 _BLOCK = 4096  # rows the columns grow by
 _EMPTY_SHARED = array("i", [-1] * _BLOCK)
 _EMPTY_INTS = array("q", [_NO_INT] * _BLOCK)
@@ -46,11 +47,25 @@ def _shared_key(value):
     if kind is str or value is None:
         return value
     if kind is dict:
+        if not value:
+            return _EMPTY_DICT
         try:
             return ("dict", *((k, v.__class__, v) for k, v in sorted(value.items())))
         except TypeError:  # a value that is not hashable, or keys that do not sort
             pass
     return ("json", kind.__name__, json.dumps(value, sort_keys=True))
+
+
+def _int_fits(value) -> bool:
+    return type(value) is int and _NO_INT < value < 2 ** 63
+
+
+def _float_fits(value) -> bool:
+    return type(value) is float and not math.isnan(value)
+
+
+def _digest_fits(value) -> bool:
+    return type(value) is str and len(value) == 64 and _HEX.issuperset(value)
 
 
 class TraceTable(MutableMapping):
@@ -90,6 +105,63 @@ class TraceTable(MutableMapping):
             number = numbers.get(value) if value is None or type(value) is str else None  # the common case
             column[row] = self._number(value) if number is None else number
 
+    def add(self, traces: Mapping) -> None:
+        """Take many traces at once (a block of a document read back): those new to the table are put
+        in their rows a column at a time, the rest one by one as `table[key] = fields` would."""
+        rows = self._rows
+        new = {k: t for k, t in traces.items() if k not in rows}
+        for key in traces.keys() - new.keys():
+            self[key] = traces[key]
+        if not new:
+            return
+        start = len(self._keys)
+        for key in new:
+            rows[key] = self._new_row(key)
+        fields = list(new.values())
+        names = set().union(*fields)
+        for name in names & self._shared.keys():
+            column = self._shared[name]
+            column[start:start + len(fields)] = array("i", self._numbers_of([t.get(name, _ABSENT) for t in fields]))
+        for name in names & self._ints.keys():
+            self._pack(start, name, [t.get(name, _ABSENT) for t in fields], self._ints[name], "q", _int_fits, _NO_INT)
+        if "render_s" in names:
+            self._pack(start, "render_s", [t.get("render_s", _ABSENT) for t in fields], self._render_s, "d",
+                       _float_fits, math.nan)
+        if "digest" in names:
+            self._pack_digests(start, [t.get("digest", _ABSENT) for t in fields])
+        for name in names - self._shared.keys() - self._ints.keys() - {"render_s", "digest"}:  # the row's extras
+            for row, t in enumerate(fields, start):
+                if name in t:
+                    self._extra.setdefault(row, {})[name] = t[name]
+
+    def _pack(self, start: int, name: str, values: list, column: array, code: str, fits, absent) -> None:
+        """A column's worth of values from `start`: those that `fits` into the column, the rest (but
+        the absent) into their rows' extras."""
+        column[start:start + len(values)] = array(code, [v if fits(v) else absent for v in values])
+        for i in [i for i, v in enumerate(values) if v is not _ABSENT and not fits(v)]:
+            self._extra.setdefault(start + i, {})[name] = values[i]
+
+    def _pack_digests(self, start: int, values: list) -> None:
+        state = [0 if v is _ABSENT else 1 if v is None else 2 if _digest_fits(v) else 3 for v in values]
+        self._digest_state[start:start + len(values)] = bytes(s if s < 3 else 0 for s in state)
+        self._digest[32 * start:32 * (start + len(values))] = b"".join(
+            bytes.fromhex(v) if s == 2 else bytes(32) for v, s in zip(values, state, strict=True))
+        for i in [i for i, s in enumerate(state) if s == 3]:
+            self._extra.setdefault(start + i, {})["digest"] = values[i]
+
+    def _numbers_of(self, values: list) -> list[int]:
+        """The numbers of a column's worth of repeated values (-1 for an absent one)."""
+        numbers = self._numbers
+        out = [numbers.get(v, -2) if v is None or type(v) is str else -2 for v in values]
+        for i in [i for i, n in enumerate(out) if n == -2]:  # new in this block, absent, or not a string
+            value = values[i]
+            if value is _ABSENT:
+                out[i] = -1
+            else:
+                number = numbers.get(value) if value is None or type(value) is str else None
+                out[i] = self._number(value) if number is None else number
+        return out
+
     def __delitem__(self, key: str) -> None:
         row = self._rows.pop(key)
         self._clear(row)
@@ -103,6 +175,11 @@ class TraceTable(MutableMapping):
 
     def __contains__(self, key) -> bool:
         return key in self._rows
+
+    def key_object(self, key):
+        """The table's own string object for `key` (a batch's list of keys shares them), else `key`."""
+        row = self._rows.get(key)
+        return key if row is None else self._keys[row]
 
     def tally(self, name: str) -> dict:
         """How many traces have each value of a repeated field (``status``): counted in its column."""
@@ -218,11 +295,11 @@ class TraceTable(MutableMapping):
             self._delete(row, name)
         if name in self._shared:
             self._shared[name][row] = self._number(value)
-        elif name in self._ints and type(value) is int and _NO_INT < value < 2 ** 63:
+        elif name in self._ints and _int_fits(value):
             self._ints[name][row] = value
-        elif name == "render_s" and type(value) is float and not math.isnan(value):
+        elif name == "render_s" and _float_fits(value):
             self._render_s[row] = value
-        elif name == "digest" and (value is None or type(value) is str and len(value) == 64 and _HEX.issuperset(value)):
+        elif name == "digest" and (value is None or _digest_fits(value)):
             self._digest_state[row] = 1 if value is None else 2
             if value is not None:
                 self._digest[32 * row:32 * row + 32] = bytes.fromhex(value)

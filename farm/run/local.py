@@ -195,12 +195,13 @@ class _LocalRun:
         listener.start()
         executor = ProcessPoolExecutor(max_workers=n, mp_context=self.ctx, initializer=_init_child,
                                        initargs=(n, self.renderer, q))
-        futures = {executor.submit(_run_batch, self.job_id, self.remaining[i].to_dict(), self.store.location,
-                                   self.max_deliveries): i for i in ids}
+        # A window of batches in flight, the next sent as one finishes: waiting on every batch of a
+        # million-frame job at once cost a pass over all of them per finished batch (quadratic).
+        window, todo, futures = n * 4 + 4, iter(ids), {}
         broken = killed = False
         self.recycle = False
         try:
-            pending = set(futures)
+            pending = self.submit(executor, todo, futures, set(), window)
             while pending:
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 stuck = self.stalled()
@@ -209,10 +210,12 @@ class _LocalRun:
                     killed = True
                 for fut in done:
                     if not fut.cancelled():  # a cancelled one (recycling) is still remaining: the next pool's
-                        broken = self.collect(fut, futures[fut]) or broken
+                        broken = self.collect(fut, futures.pop(fut)) or broken
                 if self.recycle:
                     for fut in pending:
                         fut.cancel()  # those not started; the running ones finish in this pool
+                elif not (broken or killed):
+                    pending = self.submit(executor, todo, futures, pending, window)
         except BaseException:
             killed = True
             _kill(executor)
@@ -230,6 +233,22 @@ class _LocalRun:
             log.warning("a worker process died; %d batch(es) it may have been running run again one at a time",
                         len(suspects))
         return broken
+
+    def submit(self, executor: ProcessPoolExecutor, todo, futures: dict, pending: set, window: int) -> set:
+        """Send the next batches of `todo` still remaining until `window` are in flight; returns the
+        futures in flight (a pool that broke meanwhile takes no more: what is left goes to the next)."""
+        while len(pending) < window:
+            batch_id = next((i for i in todo if i in self.remaining), None)
+            if batch_id is None:
+                break
+            try:
+                fut = executor.submit(_run_batch, self.job_id, self.remaining[batch_id].to_dict(), self.store.location,
+                                      self.max_deliveries)
+            except BrokenProcessPool:
+                break
+            futures[fut] = batch_id
+            pending.add(fut)
+        return pending
 
     def stop_stuck(self, executor: ProcessPoolExecutor, stuck: list[str]) -> None:
         log.warning("batch(es) %s reported nothing for %d s (FARM_FRAME_TIME_LIMIT x 2 + %d s): stopping"

@@ -51,7 +51,6 @@ import posixpath
 import random
 import secrets
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import MutableMapping
@@ -96,22 +95,27 @@ class _Doc:
 
 
 def _checked_into(traces: MutableMapping, doc: _Doc):
-    """`put(key, trace)` for read_wide_json: each trace checked as check_job checks them, then kept."""
-    def put(key: str, trace) -> None:
-        problem = check_job_trace(key, trace)
-        if problem:
-            raise StoreError(f"{doc}: {problem}")
-        traces[sys.intern(key)] = trace
+    """`put(entries)` for read_wide_json: each trace checked as check_job checks them, then kept (a
+    TraceTable takes a block at once)."""
+    def put(entries: dict) -> None:
+        for key, trace in entries.items():
+            problem = check_job_trace(key, trace)
+            if problem:
+                raise StoreError(f"{doc}: {problem}")
+        (traces.add if hasattr(traces, "add") else traces.update)(entries)
     return put
 
 
-def _batch_into(batches: dict):
-    """`put(batch_id, batch)` for read_wide_json: a batch's trace keys the same string objects as its
-    traces' keys (interned), not a second million strings."""
-    def put(batch_id: str, batch) -> None:
-        if isinstance(batch, dict) and isinstance(batch.get("keys"), list):
-            batch["keys"] = [sys.intern(k) if type(k) is str else k for k in batch["keys"]]
-        batches[batch_id] = batch
+def _batch_into(batches: dict, traces):
+    """`put(entries)` for read_wide_json: the batches, their trace keys the string objects of the
+    traces read before them (`write_job` writes the traces first), not a second million strings."""
+    same = getattr(traces, "key_object", None) or (lambda k: k)
+
+    def put(entries: dict) -> None:
+        for batch in entries.values():
+            if isinstance(batch, dict) and isinstance(batch.get("keys"), list):
+                batch["keys"] = [same(k) for k in batch["keys"]]
+        batches.update(entries)
     return put
 
 
@@ -380,7 +384,7 @@ class Store:
     def write_job(self, job_id: str, state: dict) -> None:
         """The job's document, one trace a line (`json_wide_chunks`; a reader may take it a line at a
         time), written in pieces where the kind has local files: never one string of a million traces."""
-        self._put_text(self.job_ref(job_id), json_wide_chunks(state, ("batches", "traces")))
+        self._put_text(self.job_ref(job_id), json_wide_chunks(state, ("traces", "batches")))
 
     def _put_text(self, key: str, chunks) -> None:
         data = (chunk.encode("utf-8", "backslashreplace") for chunk in chunks)
@@ -399,7 +403,8 @@ class Store:
         batches: dict[str, dict] = {}
         try:
             with self._reader(doc.key) as f:
-                data = read_wide_json(f.read, {"traces": _checked_into(traces, doc), "batches": _batch_into(batches)})
+                data = read_wide_json(f.read, {"traces": _checked_into(traces, doc),
+                                               "batches": _batch_into(batches, traces)})
         except ValueError:  # not one trace a line (or not JSON: read_document says which)
             traces.clear()
             data = read_document(doc, check_job)
