@@ -1,7 +1,7 @@
 """The farm's own cost at scale, with an instant renderer (bench/instant.py: a fixed 8x8 frame), at
 1k, 10k, 100k (and 1M) frames (issue 33, items 1 and 2).
 
-    .venv/bin/python bench/scale.py [--sizes 1000,10000,100000] [--workers 2] [--no-browser]
+    .venv/bin/python bench/scale.py [--sizes 1000,10000,100000] [--workers 2] [--no-browser] [--job-only]
 
 For each size N, in a fresh folder: N/100 copies of the sample crate, 100 timestamps of its Stand
 sequence each, 8x8 (48-frame batches). Each step runs as its own process, so its CPU and peak RSS
@@ -128,7 +128,7 @@ def report_sizes(report: Path) -> dict:
             "largest_shard": max(shards + [0])}
 
 
-def one(n: int, workers: int, use_browser: bool, keep: bool) -> dict:
+def one(n: int, workers: int, use_browser: bool, keep: bool, steps: tuple = ("run", "status", "compare")) -> dict:
     root = Path(tempfile.mkdtemp(prefix=f"farm-scale-{n}-"))
     try:
         manifest = write_job(root, n)
@@ -138,6 +138,8 @@ def one(n: int, workers: int, use_browser: bool, keep: bool) -> dict:
         r = {"n": n}
         r["run"] = run(env, root, manifest, workers, "a")
         r["status"] = farm(env, root, "status", "a")
+        if "compare" not in steps:  # a job's own cost alone (plan, run, status): issue 33 item 2 at 1M
+            return r
         r["approve"] = farm(env, root, "approve", "a", "--new", "--yes")
         r["run2"] = run({**env, "BENCH_INSTANT_FAIL_EVERY": "1000"}, root, manifest, workers, "b")
         r["compare"] = farm(env, root, "compare", "b", "-o", str(root / "report"))
@@ -159,11 +161,15 @@ def show(r: dict, base: dict) -> None:
           f" {run_['cpu']:.1f} s CPU = {per:.3f} ms/frame (x{per / base_per:.2f} of {base['n']:,}), peak RSS"
           f" {run_['rss']:.0f} MB")
     for name in ("status", "approve", "compare"):
+        if name not in r or name not in base:
+            continue
         m = r[name]
         cpf = m["cpu"] / f * 1000
         base_cpf = base[name]["cpu"] / base["run"]["frames"] * 1000
         print(f"  {name}: {m['wall']:.1f} s wall, {m['cpu']:.1f} s CPU ({cpf:.3f} ms/frame, x{cpf / base_cpf:.2f}"
               f" of {base['n']:,}), peak RSS {m['rss']:.0f} MB")
+    if "report" not in r:
+        return
     rep = r["report"]
     print(f"  report: index.html {rep['index_mb']:.2f} MB, {rep['pages']} pages (largest {rep['largest_page_mb']:.2f}"
           f" MB), junit.xml {rep['junit_mb']:.1f} MB, {rep['img_files']:,} images, largest img/ shard"
@@ -184,11 +190,14 @@ def main() -> None:
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the folders (printed)")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--job-only", action="store_true",
+                    help="plan + run + status only (no approve, compare or report): the 1M row of issue 33 item 2")
     a = ap.parse_args()
     print(f"load average at the start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     results = []
     for n in (int(x) for x in a.sizes.split(",")):
-        results.append(one(n, a.workers, not a.no_browser, a.keep))
+        steps = ("run", "status") if a.job_only else ("run", "status", "compare")
+        results.append(one(n, a.workers, not a.no_browser, a.keep, steps))
         show(results[-1], results[0])
     print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if a.json:
