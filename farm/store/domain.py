@@ -52,6 +52,7 @@ import secrets
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -421,9 +422,14 @@ class Store:
         self.objects.delete([self.job_ref(job_id), *(prefix + k for k in self.objects.list(prefix))])
 
     # --- artefacts of a job (comparison results, heatmaps, diffs): references are store-relative
-    def put_artefact(self, job_id: str, name: str, data: bytes) -> str:
-        """Store `data` as the job's artefact `name` (a relative POSIX path); returns its reference."""
+    def put_artefact(self, job_id: str, name: str, data: bytes | Iterable[bytes]) -> str:
+        """Store `data` as the job's artefact `name` (a relative POSIX path); returns its reference.
+        `data` may be an iterable of bytes chunks (a document too large to hold whole: a comparison of
+        100k traces): written piece by piece where the objects take pieces (`streams`: a folder), else
+        joined first (an object store's PUT)."""
         ref = self._artefact_ref(job_id, name)
+        if not isinstance(data, bytes | bytearray | memoryview) and not getattr(self.objects, "streams", False):
+            data = b"".join(data)
         self.objects.put(ref, data)
         return ref
 

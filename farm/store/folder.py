@@ -43,6 +43,7 @@ class FolderObjects:
 
     kind = "folder"
     parallel = 1  # a local folder gains nothing from overlapping writes
+    streams = True  # put takes an iterable of bytes chunks too (atomic_write), so nothing is held whole
 
     def __init__(self, root: str | Path):
         self.root = Path(root).absolute()
@@ -74,8 +75,8 @@ class FolderObjects:
         data = self.get(key)
         return data, hashlib.sha256(data).hexdigest()
 
-    def put(self, key: str, data: bytes) -> None:
-        atomic_write(self.root / key, data, self.tmp)  # a temporary file renamed into place
+    def put(self, key: str, data) -> None:
+        atomic_write(self.root / key, data, self.tmp)  # bytes or chunks  # a temporary file renamed into place
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
         """Write unless the file is there at its length (a content-addressed name: these bytes)."""
