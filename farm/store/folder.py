@@ -48,6 +48,7 @@ class FolderObjects:
     def __init__(self, root: str | Path):
         self.root = Path(root).absolute()
         self.tmp = self.root / "tmp"
+        self._real: Path | None = None
 
     @property
     def location(self) -> str:
@@ -60,10 +61,16 @@ class FolderObjects:
         """The file behind `key` (None when it would leave the folder, through a link or "..")."""
         p = self.root / key
         try:
-            inside = p.resolve().is_relative_to(self.root.resolve())
+            inside = p.resolve().is_relative_to(self._real_root())
         except OSError:
             inside = False
         return p if inside else None
+
+    def _real_root(self) -> Path:
+        # resolved once per store, not once per file (a report of 100k traces asks for every image)
+        if self._real is None:
+            self._real = self.root.resolve()
+        return self._real
 
     def url(self, key: str) -> str:
         return str(self.root / key)
