@@ -191,6 +191,25 @@ def canonical_entry(entry: Mapping) -> dict:
     }
 
 
+_SHARED = ("by", "at", "run")  # a record's values that most records of an index repeat
+
+
+def _shared(entry: dict, memo: dict) -> dict:
+    """`entry` with the values its index repeats (the scope, who approved when in which run, the GL
+    environment) as one object each for the whole index, not one per line: at 100k lines about 40% of
+    the index's memory. The records are read, never changed in place (a decision replaces them)."""
+    entry["env"] = memo.setdefault(entry["env"], entry["env"])
+    for record in (*entry["approved"], *entry["rejected"]):
+        for name in _SHARED:
+            value = record.get(name)
+            if type(value) is str:
+                record[name] = memo.setdefault(value, value)
+        gl = record.get("gl")
+        if type(gl) is dict and all(type(v) in (str, int) for v in gl.values()):
+            record["gl"] = memo.setdefault(("gl", *sorted(gl.items())), gl)
+    return entry
+
+
 def entry_line(entry: Mapping) -> str:
     return json.dumps(canonical_entry(entry), ensure_ascii=False)
 
@@ -310,6 +329,7 @@ class GoldenIndex:
     @staticmethod
     def parse(text: str, where: str = INDEX_NAME) -> dict[tuple[str, str], dict]:
         entries: dict[tuple[str, str], dict] = {}
+        memo: dict = {}
         for no, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
@@ -325,7 +345,7 @@ class GoldenIndex:
             key = (obj["trace"], obj["env"])
             if key in entries:
                 raise GoldenError(f"{where}:{no}: a second line for trace {obj['trace']!r} in env {obj['env']!r}")
-            entries[key] = canonical_entry(obj)
+            entries[key] = _shared(canonical_entry(obj), memo)
         return entries
 
     def text(self) -> str:
