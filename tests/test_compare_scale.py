@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from dataclasses import replace
 
 import numpy as np
 from golden_runs import broken, image, key, make_run, noisy
@@ -16,6 +17,7 @@ import farm.compare.runs as R
 from farm import goldens as G
 from farm.compare.runs import compare_run
 from farm.files import json_wide_bytes, json_wide_encoded
+from farm.plan.keys import key_time_pct, legacy_key, parse_key
 from farm.store import open_store
 from renderer.png import png_bytes, read_png, read_png_header
 
@@ -96,3 +98,14 @@ def test_the_header_reader_agrees_with_the_decoder():
     Image.fromarray(rgba, "RGBA").save(buf, "PNG")
     assert read_png_header(buf.getvalue()) == ((32, 32), None)  # no trace: the caller decodes
     assert read_png_header(b"not a png") is None
+
+
+def test_the_quick_key_readers_agree_with_parse_key():
+    keys = [key(), key("models/100%25%7Cx.mdx", "50%25", 500),
+            "models/a.mdx|Stand|50%|auto|32x32|msaa0|team0|transparent",
+            "models/a%25.mdx|Wa%7Clk|12.5%|auto|32x32|msaa0|team0|transparent|white"]
+    for k in keys:
+        parsed = parse_key(k)
+        assert key_time_pct(k) == parsed.time_pct
+        assert legacy_key(k, 700) == (None if parsed.time_pct is None else str(replace(parsed, time_ms=700,
+                                                                                       time_pct=None)))
