@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import xml.etree.ElementTree as ET
 from dataclasses import replace
 
 import numpy as np
@@ -14,6 +15,7 @@ from golden_runs import broken, image, key, make_run, noisy
 from PIL import Image
 
 import farm.compare.runs as R
+import farm.report.junit as J
 from farm import goldens as G
 from farm.compare.runs import compare_run
 from farm.files import json_wide_bytes, json_wide_encoded
@@ -109,3 +111,14 @@ def test_the_quick_key_readers_agree_with_parse_key():
         assert key_time_pct(k) == parsed.time_pct
         assert legacy_key(k, 700) == (None if parsed.time_pct is None else str(replace(parsed, time_ms=700,
                                                                                        time_pct=None)))
+
+
+def test_a_passed_case_written_directly_is_what_elementtree_writes():
+    hostile = 'models/a&b<c>"d\'.mdx|Wa\tl\rk\n&amp;|0ms|auto|32x32|msaa0|team0|transparent'
+    for k in (key(), hostile, "not a key <&>\"\x01"):
+        t = {"key": k, "status": "pass", "match": "exact", "metrics": {"note": "<&> \"q\" \x02 é"},
+             "thresholds": {"min_ssim": 0.99}, "golden": {"digest": "d"}, "env": 'e "<&>"', "render_s": 0.25,
+             "compare_s": 0.001}
+        case = J._case(t, None, J._out_lines(t, []))
+        ET.indent(case, space=" ", level=2)
+        assert J._case_text(t, None, []) == "  " + ET.tostring(case, encoding="unicode") + "\n"
