@@ -265,7 +265,7 @@ def _exact_result(res: dict, index: GoldenIndex, frame: _Frame, hit: tuple[str, 
     kind, scope, record = hit
     scope_env = frame.env if scope == "env" else "*"
     if kind == "approved":
-        same = Comparison("identical", Thresholds.from_dict(res["thresholds"]), ssim=1.0, ssim_rgb=1.0,
+        same = Comparison("identical", Thresholds.read(res["thresholds"]), ssim=1.0, ssim_rgb=1.0,
                           ssim_alpha=1.0, pixels_over=0.0, max_diff=0, digest=frame.digest,
                           golden_digest=frame.digest, size=tuple(frame.size), golden_size=tuple(frame.size))
         res.update(status="pass", match="exact", golden=_golden_info(record, scope, scope_env, index),
@@ -282,7 +282,7 @@ def _exact_result(res: dict, index: GoldenIndex, frame: _Frame, hit: tuple[str, 
 def _similar_result(job, res: dict, index: GoldenIndex, frame: _Frame, look, heatmaps: bool) -> dict:
     """A frame the index does not name, against the approved images of its scope, newest first: the first
     that passes (match similar), else a fail with the closest one's reason."""
-    th = Thresholds.from_dict(res["thresholds"])
+    th = Thresholds.read(res["thresholds"])
     candidates = look.candidates()
     scope_env = frame.env if look.scope == "env" else "*"
     best: tuple[Comparison, dict, np.ndarray] | None = None
