@@ -18,11 +18,12 @@ from fractions import Fraction
 import numpy as np
 from PIL import Image, ImageSequence
 
-from renderer.png import TRACE_KEY, png_bytes, read_png
+from renderer.png import TRACE_KEY, png_bytes, read_png, read_png_header
 
 __all__ = ["ANIMATION_FORMATS", "ANIMATION_MAX_BYTES", "IMAGE_FORMATS", "TRACE_KEY", "WEBP_LOSSLESS",
            "animation_sidecar", "as_rgba", "blank_reason", "encode_animation", "encode_image", "frame_durations",
-           "image_digest", "image_sidecar", "png_bytes", "png_pixel_digest", "read_animation", "read_png"]
+           "image_digest", "image_sidecar", "png_bytes", "png_pixel_digest", "read_animation", "read_png",
+           "read_png_header"]
 
 IMAGE_FORMATS = ("png", "webp")  # what encode_image writes; also the extensions `farm render -o` takes
 ANIMATION_FORMATS = ("webp", "png", "gif")  # what encode_animation writes: WebP and APNG lossless, GIF lossy

@@ -93,3 +93,26 @@ def read_png(source: str | Path | bytes) -> tuple[np.ndarray, dict | None]:
     except ValueError:
         trace = None
     return rgba, trace
+
+
+def read_png_header(data: bytes) -> tuple[tuple[int, int], dict | None] | None:
+    """((width, height), trace or None) of PNG bytes from the chunks before the image data, without
+    decoding a pixel (a comparison that finds the bytes already approved needs nothing else); None
+    when `data` is not a PNG this can read that way (read_png reads it)."""
+    if not data.startswith(SIGNATURE) or data[12:16] != b"IHDR":
+        return None
+    size = struct.unpack(">II", data[16:24])
+    pos, trace = 8, None
+    while pos + 8 <= len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind in (b"IDAT", b"IEND"):
+            return size, trace
+        if kind == b"tEXt":
+            name, _, text = data[pos + 8:pos + 8 + n].partition(b"\0")
+            if name == TRACE_KEY.encode("latin-1"):
+                try:
+                    trace = json.loads(text.decode("latin-1"))
+                except ValueError:
+                    trace = None
+        pos += 12 + n
+    return None

@@ -42,6 +42,7 @@ The heatmaps of a comparison are farm.compare.heatmaps; the pixel digest is farm
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -57,14 +58,17 @@ __all__ = [
     "compare",
     "metric_checks",
     "premultiply",
+    "recorded_thresholds",
     "thresholds_text",
 ]
 
 Status = Literal["identical", "pass", "fail"]
 
 
+@functools.lru_cache(maxsize=4096)
 def _checks(ssim: float | None, pixels_over: float, th: Thresholds) -> dict[str, dict[str, Any]]:
-    """The checks of a comparison (see the module docstring): the one place a metric meets its threshold."""
+    """The checks of a comparison (see the module docstring): the one place a metric meets its threshold.
+    Cached: every exact match of a run with the same thresholds shares one dict (read it, never change it)."""
     return {
         "ssim": {"name": "SSIM (min of colour and alpha)", "value": ssim, "limit": f">= {th.min_ssim}",
                  "passed": None if ssim is None else bool(ssim >= th.min_ssim)},
@@ -72,6 +76,13 @@ def _checks(ssim: float | None, pixels_over: float, th: Thresholds) -> dict[str,
                         "limit": f"<= {100 * th.max_pixels_over:g}%",
                         "passed": bool(pixels_over <= th.max_pixels_over)},
     }
+
+
+@functools.cache
+def recorded_thresholds(th: Thresholds) -> dict[str, float | int]:
+    """`th` as a results document records it: one dict for every trace with these thresholds (a run of 100k
+    traces has a few distinct ones), shared by the trace and its metrics; read it, never change it."""
+    return th.to_dict()
 
 
 def metric_checks(metrics: Mapping[str, Any] | None, thresholds: Mapping[str, Any] | None) -> dict[str, dict]:
@@ -133,7 +144,7 @@ class Comparison:
             "golden_digest": self.golden_digest,
             "size": list(self.size) if self.size else None,
             "golden_size": list(self.golden_size) if self.golden_size else None,
-            "thresholds": self.thresholds.to_dict(),
+            "thresholds": recorded_thresholds(self.thresholds),
             "checks": self.checks,
         }
 

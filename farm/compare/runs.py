@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -46,11 +47,11 @@ from pathlib import Path
 import numpy as np
 
 from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
-from farm.compare.metrics import Comparison, compare
+from farm.compare.metrics import Comparison, compare, recorded_thresholds
 from farm.compare.status import statuses
-from farm.files import json_wide_bytes
+from farm.files import json_wide_encoded
 from farm.goldens.index import GoldenIndex, env_key, now
-from farm.images import blank_reason, image_digest, png_bytes, read_png
+from farm.images import blank_reason, image_digest, png_bytes, read_png, read_png_header
 from farm.plan.causes import CAUSE_HINTS
 from farm.plan.keys import legacy_key, parse_key
 from farm.plan.thresholds import Thresholds
@@ -80,7 +81,8 @@ def _trace_base(key: str, t: Mapping) -> dict:
     return {"key": key, "model": t.get("model") or _model_of(key), "sequence": t.get("sequence"),
             "time_ms": t.get("time_ms"), "status": None, "match": None, "reason": None, "png": t.get("digest"),
             "digest": None, "size": None, "env": None, "golden": None, "metrics": None,
-            "thresholds": Thresholds.read(t.get("thresholds")).to_dict(), "diff_image": None, "ssim_image": None,
+            "thresholds": recorded_thresholds(Thresholds.read(t.get("thresholds"))), "diff_image": None,
+            "ssim_image": None,
             "render_s": None, "compare_s": None, "blank": None, "missing": list(t.get("missing") or [])}
 
 
@@ -101,15 +103,22 @@ def _model_of(key: str) -> str:
 
 
 class _Frame:
-    """A stored frame: its PNG bytes' name, pixels, pixel digest and GL environment."""
+    """A stored frame: its PNG bytes' name, pixels, pixel digest and GL environment.
 
-    def __init__(self, store, png: str):
+    A `lazy` frame reads only the chunks before the pixels (size and trace) when its trace names its
+    GL environment: a comparison whose lookup finds these very PNG bytes approved (`same_as`) knows
+    the pixel digest and blank mark from the golden's record and decodes nothing; else `decoded`."""
+
+    def __init__(self, store, png: str, lazy: bool = False):
         data = store.read_image(png)
         self.png = png
         self.ref = store.image_ref(png)
-        self.rgba, trace = read_png(data)
-        self.digest = image_digest(self.rgba)
-        self.blank = blank_reason(self.rgba)
+        self.rgba = self.digest = self.blank = self._data = None
+        header = read_png_header(data) if lazy else None
+        if header is not None and (header[1] or {}).get("gl"):
+            self._data, self.size, trace = data, list(header[0]), header[1]
+        else:
+            trace = self._decode(data)
         sidecar = {}
         if not (trace or {}).get("gl"):  # a PNG without its GL environment: an older store's sidecar object
             try:
@@ -121,21 +130,62 @@ class _Frame:
         # Seconds the renderer took for this frame, when the worker recorded it (sidecar "render_s").
         seconds = sidecar.get("render_s", (trace or {}).get("render_s"))
         self.render_s = float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
-        self.env = env_key(self.gl)
+        self.env = sys.intern(env_key(self.gl))  # one string per environment, not per trace
+
+    def _decode(self, data: bytes) -> dict | None:
+        self.rgba, trace = read_png(data)
+        self.digest = image_digest(self.rgba)
+        self.blank = blank_reason(self.rgba)
         self.size = [int(self.rgba.shape[1]), int(self.rgba.shape[0])]
+        self._data = None
+        return trace
+
+    def same_as(self, record: Mapping) -> None:
+        """These PNG bytes are the approved image `record`'s: the same pixels, so its digest and blank mark
+        (an approval records the mark of blank pixels: farm.goldens.decisions.golden_marks)."""
+        self.digest, self.blank, self._data = record["digest"], record.get("blank") or None, None
+
+    def decoded(self) -> _Frame:
+        """The frame with its pixels (a lazy frame decodes its bytes now)."""
+        if self.rgba is None and self._data is not None:
+            self._decode(self._data)
+        return self
 
 
-def _load_frame(store, t: Mapping) -> tuple[_Frame | None, str | None]:
+def _approved_png(look, png: str) -> dict | None:
+    """An approved image of the lookup's lines with exactly these PNG bytes (`png`: their sha256)."""
+    return next((a for scope in ("env", "generic") for a in look.approved_in(scope) if a.get("png") == png), None)
+
+
+def _unreadable(t: Mapping, e: Exception) -> str:
+    if isinstance(e, OSError):
+        return f"The frame's image {t['digest'][:12]}... is missing from the store ({e.strerror or e})."
+    return f"The frame's image {t['digest'][:12]}... cannot be read: {type(e).__name__}: {e}"
+
+
+def _load_frame(store, t: Mapping, lazy: bool = False) -> tuple[_Frame | None, str | None]:
     if t.get("status") != "done" or not t.get("digest"):
         if t.get("status") == "pending":
             return None, "The frame was not rendered (the run did not finish it)."
         return None, f"The frame did not render: {t.get('error') or t.get('status')}"
     try:
-        return _Frame(store, t["digest"]), None
-    except OSError as e:
-        return None, f"The frame's image {t['digest'][:12]}... is missing from the store ({e.strerror or e})."
+        return _Frame(store, t["digest"], lazy), None
     except Exception as e:  # noqa: BLE001 - a corrupt file is this trace's error, not the run's
-        return None, f"The frame's image {t['digest'][:12]}... cannot be read: {type(e).__name__}: {e}"
+        return None, _unreadable(t, e)
+
+
+def _known_frame(frame: _Frame, look, t: Mapping) -> tuple[_Frame | None, str | None]:
+    """A lazy frame's pixel digest: from an approved golden with the same bytes, else decoded."""
+    if frame.rgba is not None:
+        return frame, None
+    record = _approved_png(look, frame.png)
+    if record is not None:
+        frame.same_as(record)
+        return frame, None
+    try:
+        return frame.decoded(), None
+    except Exception as e:  # noqa: BLE001 - as _load_frame
+        return None, _unreadable(t, e)
 
 
 def _write_heatmaps(job, res: dict, new: np.ndarray, old: np.ndarray, cmp: Comparison) -> None:
@@ -151,7 +201,7 @@ def _write_heatmaps(job, res: dict, new: np.ndarray, old: np.ndarray, cmp: Compa
 def _golden_info(golden: Mapping, scope: str, scope_env: str, index: GoldenIndex) -> dict:
     return {"digest": golden["digest"], "png": golden.get("png"), "scope": scope, "scope_env": scope_env,
             "by": golden.get("by"), "at": golden.get("at"), "run": golden.get("run"),
-            "env": env_key(golden.get("gl")), "path": str(index.image_path(golden["png"])),
+            "env": sys.intern(env_key(golden.get("gl"))), "path": str(index.image_path(golden["png"])),
             "missing": list(golden.get("missing") or []), "blank": golden.get("blank") or None}
 
 
@@ -187,7 +237,11 @@ def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool
 
 def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) -> dict:
     res = _trace_base(key, t)
-    frame, error = _load_frame(job.store, t)
+    frame, error = _load_frame(job.store, t, lazy=True)
+    look = None
+    if frame is not None:
+        look = index.lookup(key, frame.env, legacy_key(key, t.get("time_ms")))  # goldens approved under ms keys
+        frame, error = _known_frame(frame, look, t)
     if frame is None:
         res.update(status="error", reason=error)
         if t.get("cause"):  # failed as planned (farm.compare.status): the verdict names it once per model
@@ -195,32 +249,42 @@ def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) 
         return res
     res.update(digest=frame.digest, size=frame.size, env=frame.env, render_s=t.get("render_s", frame.render_s),
                blank=frame.blank)
-    look = index.lookup(key, frame.env, legacy_key(key, t.get("time_ms")))  # goldens approved under ms keys
     hit = look.exact(frame.digest)
-    th = Thresholds.from_dict(res["thresholds"])
     if hit is not None:
-        kind, scope, record = hit
-        scope_env = frame.env if scope == "env" else "*"
-        if kind == "approved":
-            same = Comparison("identical", th, ssim=1.0, ssim_rgb=1.0, ssim_alpha=1.0, pixels_over=0.0, max_diff=0,
-                              digest=frame.digest, golden_digest=frame.digest, size=tuple(frame.size),
-                              golden_size=tuple(frame.size))
-            res.update(status="pass", match="exact", golden=_golden_info(record, scope, scope_env, index),
-                       metrics=same.to_dict())
-        else:
-            res.update(status="rejected", golden=None,
-                       rejected={"scope": scope, "by": record.get("by"), "at": record.get("at"),
-                                 "run": record.get("run"), "reason": record.get("reason")},
-                       reason=f"This image ({frame.digest[:12]}...) was rejected by {record.get('by')} on"
-                              f" {record.get('at')} (run {record.get('run')}): {record.get('reason')}.")
-        return res
+        return _exact_result(res, index, frame, hit)
     candidates = look.candidates()
     if not candidates:
         res.update(status="new", reason="No approved golden for this trace yet (in this environment or"
                                         " generically).")
         return res
-    scope = look.scope
+    return _similar_result(job, res, index, frame.decoded(), look, heatmaps)
+
+
+def _exact_result(res: dict, index: GoldenIndex, frame: _Frame, hit: tuple[str, str, dict]) -> dict:
+    """A frame whose pixel digest the index names: approved (a pass, match exact) or rejected."""
+    kind, scope, record = hit
     scope_env = frame.env if scope == "env" else "*"
+    if kind == "approved":
+        same = Comparison("identical", Thresholds.read(res["thresholds"]), ssim=1.0, ssim_rgb=1.0,
+                          ssim_alpha=1.0, pixels_over=0.0, max_diff=0, digest=frame.digest,
+                          golden_digest=frame.digest, size=tuple(frame.size), golden_size=tuple(frame.size))
+        res.update(status="pass", match="exact", golden=_golden_info(record, scope, scope_env, index),
+                   metrics=same.to_dict())
+    else:
+        res.update(status="rejected", golden=None,
+                   rejected={"scope": scope, "by": record.get("by"), "at": record.get("at"),
+                             "run": record.get("run"), "reason": record.get("reason")},
+                   reason=f"This image ({frame.digest[:12]}...) was rejected by {record.get('by')} on"
+                          f" {record.get('at')} (run {record.get('run')}): {record.get('reason')}.")
+    return res
+
+
+def _similar_result(job, res: dict, index: GoldenIndex, frame: _Frame, look, heatmaps: bool) -> dict:
+    """A frame the index does not name, against the approved images of its scope, newest first: the first
+    that passes (match similar), else a fail with the closest one's reason."""
+    th = Thresholds.read(res["thresholds"])
+    candidates = look.candidates()
+    scope_env = frame.env if look.scope == "env" else "*"
     best: tuple[Comparison, dict, np.ndarray] | None = None
     for golden in candidates:
         path = index.image_path(golden["png"])
@@ -243,7 +307,7 @@ def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) 
     if heatmaps:
         cmp = compare(frame.rgba, old, th, with_map=True)
         _write_heatmaps(job, res, frame.rgba, old, cmp)
-    info = _golden_info(golden, scope, scope_env, index)
+    info = _golden_info(golden, look.scope, scope_env, index)
     res.update(golden=info, metrics=cmp.to_dict())
     if cmp.passed:
         res.update(status="pass", match="similar")
@@ -358,7 +422,7 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
     }
     verdict(results, allow_new)
     if write:
-        job.store.put_artefact(job.id, COMPARISON, json_wide_bytes(results, "traces"))
+        job.store.put_artefact(job.id, COMPARISON, json_wide_encoded(results, "traces"))
     return results
 
 
@@ -474,5 +538,5 @@ def diff_runs(base, head, *, heatmaps: bool = True, write: bool = True) -> dict:
     }
     verdict(results)
     if write:
-        head.store.put_artefact(head.id, f"diff-{base.id}.json", json_wide_bytes(results, "traces"))
+        head.store.put_artefact(head.id, f"diff-{base.id}.json", json_wide_encoded(results, "traces"))
     return results

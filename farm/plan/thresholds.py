@@ -4,6 +4,7 @@ with the plan; farm.compare.metrics holds them against a comparison's metrics.""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -64,11 +65,25 @@ class Thresholds:
 
     @classmethod
     def read(cls, data: Mapping[str, Any] | None) -> Thresholds:
-        """The thresholds a results document recorded (the defaults for what it lacks or got wrong)."""
+        """The thresholds a results document recorded (the defaults for what it lacks or got wrong).
+        Read once per distinct table (a comparison reads one for each of its traces, nearly all alike)."""
+        try:
+            # the type with each value: True and 1 are equal keys to a cache, not to from_dict
+            return _read(cls, tuple(sorted((k, type(v).__name__, v) for k, v in (data or {}).items())))
+        except (TypeError, AttributeError):  # not a table, or a key or value not hashable or sortable
+            return cls._read(data)
+
+    @classmethod
+    def _read(cls, data) -> Thresholds:
         try:
             return cls.from_dict(data or {})
         except ValueError:
             return cls()
+
+
+@functools.lru_cache(maxsize=256)
+def _read(cls: type[Thresholds], items: tuple) -> Thresholds:
+    return cls._read({k: v for k, _, v in items})
 
 
 def _number(key: str, value: Any, lo: float, hi: float, *, integer: bool) -> int | float:

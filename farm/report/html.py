@@ -47,11 +47,25 @@ STATIC = HERE / "static"
 MAX_MODEL_OPTIONS = 1000  # more models than this: no model menu (the search finds a model's traces)
 
 
+class _Templates(Environment):
+    """Jinja2 with `a.b` on a dict read as ``a["b"]`` first: every card and row of the report is a dict,
+    and Jinja's own order (the attribute first, the failed lookup raising) was a third of a card's cost.
+    The templates name no dict method as a field, so what they print is the same."""
+
+    def getattr(self, obj, attribute):
+        if type(obj) is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 @functools.cache
 def _env() -> Environment:
     """The report's templates, compiled once per process (not once per page: at 200 cards a page,
     compiling them again was about a millisecond a trace)."""
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=True,
+    env = _Templates(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, trim_blocks=True,
                       lstrip_blocks=True, keep_trailing_newline=True, finalize=html_finalize)
     env.filters["pct"] = lambda v: "-" if v is None else f"{100 * v:.3f}%"
     env.filters["num"] = lambda v, d=6: "-" if v is None else f"{v:.{d}f}"
@@ -63,69 +77,120 @@ def _anchor(key: str) -> str:
     return "t-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
 
 
+class _Sources:
+    """Puts a trace's images into the report folder (`ReportImages`) and gives their URLs: the new frame,
+    its golden (or a diff's base frame), the difference heatmap and the SSIM map."""
+
+    def __init__(self, results: dict, out: Path, prefix: str, placed: set[str] | None):
+        self.images = ReportImages(out, prefix, placed)
+        self.diff = results.get("kind") == "diff"
+        self.store = open_store(results["store"])
+        self.head = open_store(results["head"]["store"]) if self.diff else self.store
+        self.base = open_store(results["base"]["store"]) if self.diff else None
+
+    def frames(self, t: dict) -> tuple[str | None, str | None, str | None]:
+        """(new frame, golden, difference heatmap) URLs of trace `t`."""
+        images, g = self.images, t.get("golden") or {}
+        new_src = images.add_ref(self.head, self.head.image_ref(t["png"]), image_relpath(t["png"])) \
+            if t.get("png") else None
+        golden_src = None
+        if g.get("path"):  # a golden: a file in the goldens folder
+            golden_src = images.add(g["path"], image_relpath(g["png"]))
+        elif g.get("ref") and self.base is not None:  # a diff's base frame: in the base run's store
+            golden_src = images.add_ref(self.base, g["ref"], image_relpath(g["png"]))
+        diff_src = images.add_ref(self.store, t.get("diff_image"), heatmap_relpath(t["diff_image"])) \
+            if t.get("diff_image") else None
+        return new_src, golden_src, diff_src
+
+    def ssim(self, t: dict) -> str | None:
+        return self.images.add_ref(self.store, t.get("ssim_image"), heatmap_relpath(t["ssim_image"])) \
+            if t.get("ssim_image") else None
+
+
+def _facts(t: dict, diff: bool, head_store) -> list[tuple[str, str]]:
+    """The card's facts: what rendered each image, the golden and who approved it, digests."""
+    g = t.get("golden") or {}
+    facts = []
+    if t.get("env"):
+        facts.append(("this frame rendered by", t["env"]))
+    if g:
+        if diff:
+            facts.append(("base frame rendered by", g.get("env")))
+            facts.append(("base run", g.get("run")))
+        else:
+            scope = "this environment's own golden" if g.get("scope") == "env" else "generic golden"
+            facts.append(("golden", f"{g['digest'][:16]}... ({scope})"))
+            facts.append(("golden rendered by", g.get("env")))
+            facts.append(("approved by", f"{g.get('by')} on {g.get('at')} (run {g.get('run')})"))
+    if t.get("rejected"):
+        r = t["rejected"]
+        facts.append(("rejected by", f"{r.get('by')} on {r.get('at')} (run {r.get('run')})"))
+    if t.get("digest"):
+        facts.append(("pixel digest", t["digest"]))
+    if t.get("png"):
+        facts.append(("stored as", head_store.image_ref(t["png"])))
+    return facts
+
+
+def _approvable(t: dict, diff: bool) -> bool:
+    """Whether a card offers the approve command (`_commands`)."""
+    return (not diff and t["status"] != "error" and bool(t.get("png"))
+            and (t["status"] != "pass" or t.get("match") != "exact"))
+
+
+def _commands(results: dict, t: dict, diff: bool) -> list[tuple[str, str]]:
+    commands = []
+    if not diff and t["status"] != "error" and t.get("png"):
+        if _approvable(t, diff):
+            commands.append(("approve", approve_command(results, "approve", t["key"])))
+        commands.append(("reject", approve_command(results, "reject", t["key"])))
+    return commands
+
+
+def _can_decide(t: dict, serve: dict | None, diff: bool) -> bool:
+    return serve is not None and not diff and bool(t.get("png")) and t["status"] != "error"
+
+
 def build_views(results: dict, out: Path, serve: dict | None = None, traces: list[dict] | None = None,
                 prefix: str = "", placed: set[str] | None = None) -> list[dict]:
     """The cards of `traces` (default: every trace, in `sort_traces` order), their images put into the
     report folder `out` (`placed`: the images already there, `ReportImages`); image URLs start with
     `prefix` (a page in pages/: "../")."""
-    images = ReportImages(out, prefix, placed)
-    store = open_store(results["store"])
-    diff = results.get("kind") == "diff"
-    head_store = open_store(results["head"]["store"]) if diff else store
-    base_store = open_store(results["base"]["store"]) if diff else None
+    src = _Sources(results, out, prefix, placed)
+    diff = src.diff
     views = []
     for t in sort_traces(results["traces"].values()) if traces is None else traces:
-        g = t.get("golden") or {}
-        new_src = images.add_ref(head_store, head_store.image_ref(t["png"]), image_relpath(t["png"])) \
-            if t.get("png") else None
-        golden_src = None
-        if g.get("path"):  # a golden: a file in the goldens folder
-            golden_src = images.add(g["path"], image_relpath(g["png"]))
-        elif g.get("ref") and base_store is not None:  # a diff's base frame: in the base run's store
-            golden_src = images.add_ref(base_store, g["ref"], image_relpath(g["png"]))
-        diff_src = images.add_ref(store, t.get("diff_image"), heatmap_relpath(t["diff_image"])) \
-            if t.get("diff_image") else None
-        ssim_src = images.add_ref(store, t.get("ssim_image"), heatmap_relpath(t["ssim_image"])) \
-            if t.get("ssim_image") else None
+        new_src, golden_src, diff_src = src.frames(t)
         size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
-        facts = []
-        if t.get("env"):
-            facts.append(("this frame rendered by", t["env"]))
-        if g:
-            if diff:
-                facts.append(("base frame rendered by", g.get("env")))
-                facts.append(("base run", g.get("run")))
-            else:
-                scope = "this environment's own golden" if g.get("scope") == "env" else "generic golden"
-                facts.append(("golden", f"{g['digest'][:16]}... ({scope})"))
-                facts.append(("golden rendered by", g.get("env")))
-                facts.append(("approved by", f"{g.get('by')} on {g.get('at')} (run {g.get('run')})"))
-        if t.get("rejected"):
-            r = t["rejected"]
-            facts.append(("rejected by", f"{r.get('by')} on {r.get('at')} (run {r.get('run')})"))
-        if t.get("digest"):
-            facts.append(("pixel digest", t["digest"]))
-        if t.get("png"):
-            facts.append(("stored as", head_store.image_ref(t["png"])))
-        commands = []
-        if not diff and t["status"] != "error" and t.get("png"):
-            if t["status"] != "pass" or t.get("match") != "exact":
-                commands.append(("approve", approve_command(results, "approve", t["key"])))
-            commands.append(("reject", approve_command(results, "reject", t["key"])))
         rows = metric_rows(t)
         views.append({
             "key": t["key"], "anchor": _anchor(t["key"]), "model": t.get("model") or "", "status": t["status"],
             "group": group_of(t["status"]), "label": LABELS.get(t["status"], t["status"]),
             "match": t.get("match"), "reason": t.get("reason"), "new_src": new_src, "golden_src": golden_src,
-            "diff_src": diff_src, "ssim_src": ssim_src, "w": int(size[0]), "h": int(size[1]), "dims": _dims(size),
+            "diff_src": diff_src, "ssim_src": src.ssim(t), "w": int(size[0]), "h": int(size[1]), "dims": _dims(size),
             "metrics": rows, "limits": None if rows else thresholds_text(t.get("thresholds")),  # shown without rows
-            "facts": facts,
-            "commands": commands, "can_decide": serve is not None and not diff and bool(t.get("png"))
-            and t["status"] != "error", "blank": t.get("blank"),
+            "facts": _facts(t, diff, src.head), "commands": _commands(results, t, diff),
+            "can_decide": _can_decide(t, serve, diff), "blank": t.get("blank"),
             "missing": list(t.get("missing") or []), "golden_note": t.get("golden_note"),
             "collapsed": group_of(t["status"]) == "passed",
             **compact_cells(t),
         })
+    return views
+
+
+def build_frame_views(results: dict, out: Path, serve: dict | None, traces: list[dict], prefix: str = "",
+                      placed: set[str] | None = None) -> list[dict]:
+    """What a filmstrip shows of each of `traces` (`_strip_frame`; a card's view holds it too): its
+    images, size and SSIM, whether it can be approved; the rest of a card (facts, commands, metric
+    rows) is not made, since most of a strip's frames have their cards on other pages."""
+    src = _Sources(results, out, prefix, placed)
+    views = []
+    for t in traces:
+        new_src, golden_src, diff_src = src.frames(t)
+        size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
+        views.append({"key": t["key"], "anchor": _anchor(t["key"]), "new_src": new_src, "golden_src": golden_src,
+                      "diff_src": diff_src, "w": int(size[0]), "h": int(size[1]), "ssim": compact_cells(t)["ssim"],
+                      "approves": _approvable(t, src.diff), "can_decide": _can_decide(t, serve, src.diff)})
     return views
 
 
@@ -141,8 +206,14 @@ def _strip_frame(strip: FilmStrip, i: int, v: dict) -> dict:
             "label": LABELS.get(t["status"], t["status"]), "time": time_text(t), "new_src": v.get("new_src"),
             "golden_src": v.get("golden_src"), "diff_src": v.get("diff_src"), "ssim": v.get("ssim", "-"),
             "worst": strip.failing and i == strip.worst, "current": i == strip.selected,
-            "approvable": group_of(t["status"]) == "failed" and any(verb == "approve" for verb, _ in
-                                                                    v.get("commands") or ())}
+            "approvable": group_of(t["status"]) == "failed" and _approves(v)}
+
+
+def _approves(v: dict) -> bool:
+    """Whether a card's or a frame's view (build_views, build_frame_views) offers the approve command."""
+    if "approves" in v:
+        return v["approves"]
+    return any(verb == "approve" for verb, _ in v.get("commands") or ())
 
 
 def build_strip_views(results: dict, views: list[dict], serve: dict | None = None,
@@ -215,7 +286,7 @@ def _write_page(results: dict, out: Path, page: Page, count: int, serve: dict | 
     prefix, placed = "" if page.number == 1 else "../", extra["placed"]
     views = build_views(results, out, serve, page.traces, prefix, placed)
     strip_traces = [t for s in page.strips for t in s.frames]
-    strip_views = build_views(results, out, serve, strip_traces, prefix, placed) if strip_traces else []
+    strip_views = build_frame_views(results, out, serve, strip_traces, prefix, placed) if strip_traces else []
     strips = build_strip_views(results, strip_views, serve, page.strips)
     html = render_html(results, views, serve, {"number": page.number, "count": count, "strips": strips,
                                                **{k: v for k, v in extra.items() if k != "placed"}})

@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
-from farm.plan.keys import TraceKeyError, parse_key, timeless_key
+from farm.plan.keys import TraceKeyError, key_time_pct, parse_key, timeless_key
 from farm.report.model import sort_traces
 
 __all__ = ["FilmStrip", "filmstrips", "strip_anchor", "time_text"]
@@ -36,9 +36,9 @@ def _time_ms(t: dict) -> int | None:
 
 def time_text(t: dict) -> str:
     """A frame's time as its strip labels it: ``500 ms``; ``50% (1000 ms)`` for a key naming a fraction."""
-    k, ms = parse_key(t["key"]), _time_ms(t)
-    if k.time_pct is not None:
-        return k.time_pct if ms is None else f"{k.time_pct} ({ms} ms)"
+    pct, ms = key_time_pct(t["key"]), _time_ms(t)
+    if pct is not None:
+        return pct if ms is None else f"{pct} ({ms} ms)"
     return f"{ms} ms"
 
 

@@ -53,7 +53,7 @@ import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import MutableMapping
+from collections.abc import Iterable, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -387,8 +387,12 @@ class Store:
         self._put_text(self.job_ref(job_id), json_wide_chunks(state, ("traces", "batches")))
 
     def _put_text(self, key: str, chunks) -> None:
-        data = (chunk.encode("utf-8", "backslashreplace") for chunk in chunks)
-        if self.objects.file(key) is None:  # a kind without local files PUTs one body
+        self._put_pieces(key, (chunk.encode("utf-8", "backslashreplace") for chunk in chunks))
+
+    def _put_pieces(self, key: str, data) -> None:
+        """Put bytes, or an iterable of bytes pieces: written as they come where the objects take pieces
+        (`streams`: a folder), else joined first (an object store's one PUT)."""
+        if not isinstance(data, bytes | bytearray | memoryview) and not getattr(self.objects, "streams", False):
             data = b"".join(data)
         self.objects.put(key, data)
 
@@ -505,10 +509,13 @@ class Store:
         self.objects.delete([self.job_ref(job_id), *(prefix + k for k in self.objects.list(prefix))])
 
     # --- artefacts of a job (comparison results, heatmaps, diffs): references are store-relative
-    def put_artefact(self, job_id: str, name: str, data: bytes) -> str:
-        """Store `data` as the job's artefact `name` (a relative POSIX path); returns its reference."""
+    def put_artefact(self, job_id: str, name: str, data: bytes | Iterable[bytes]) -> str:
+        """Store `data` as the job's artefact `name` (a relative POSIX path); returns its reference.
+        `data` may be an iterable of bytes chunks (a document too large to hold whole: a comparison of
+        100k traces): written piece by piece where the objects take pieces (`streams`: a folder), else
+        joined first (an object store's PUT)."""
         ref = self._artefact_ref(job_id, name)
-        self.objects.put(ref, data)
+        self._put_pieces(ref, data)
         return ref
 
     def read_artefact(self, job_id: str, name: str) -> bytes | None:

@@ -43,10 +43,12 @@ class FolderObjects:
 
     kind = "folder"
     parallel = 1  # a local folder gains nothing from overlapping writes
+    streams = True  # put takes an iterable of bytes chunks too (atomic_write), so nothing is held whole
 
     def __init__(self, root: str | Path):
         self.root = Path(root).absolute()
         self.tmp = self.root / "tmp"
+        self._real: Path | None = None
 
     @property
     def location(self) -> str:
@@ -59,10 +61,16 @@ class FolderObjects:
         """The file behind `key` (None when it would leave the folder, through a link or "..")."""
         p = self.root / key
         try:
-            inside = p.resolve().is_relative_to(self.root.resolve())
+            inside = p.resolve().is_relative_to(self._real_root())
         except OSError:
             inside = False
         return p if inside else None
+
+    def _real_root(self) -> Path:
+        # resolved once per store, not once per file (a report of 100k traces asks for every image)
+        if self._real is None:
+            self._real = self.root.resolve()
+        return self._real
 
     def url(self, key: str) -> str:
         return str(self.root / key)
@@ -74,8 +82,8 @@ class FolderObjects:
         data = self.get(key)
         return data, hashlib.sha256(data).hexdigest()
 
-    def put(self, key: str, data: bytes) -> None:
-        atomic_write(self.root / key, data, self.tmp)  # a temporary file renamed into place
+    def put(self, key: str, data) -> None:
+        atomic_write(self.root / key, data, self.tmp)  # bytes or chunks  # a temporary file renamed into place
 
     def put_if_absent(self, key: str, data: bytes) -> bool:
         """Write unless the file is there at its length (a content-addressed name: these bytes)."""
