@@ -115,8 +115,9 @@ class TraceTable(MutableMapping):
         if not new:
             return
         start = len(self._keys)
-        for key in new:
-            rows[key] = self._new_row(key)
+        self._grow(start + len(new))
+        self._keys.extend(new)
+        rows.update(zip(new, range(start, start + len(new)), strict=True))
         fields = list(new.values())
         names = set().union(*fields)
         for name in names & self._shared.keys():
@@ -228,7 +229,13 @@ class TraceTable(MutableMapping):
     def _new_row(self, key: str) -> int:
         row = len(self._keys)
         self._keys.append(key)
-        if row >= len(self._render_s):  # the columns grow a block of empty rows at a time
+        if row >= len(self._render_s):
+            self._grow(row + 1)
+        return row
+
+    def _grow(self, rows: int) -> None:
+        """Room for `rows` rows: the columns grow a block of empty rows at a time."""
+        while len(self._render_s) < rows:
             for column in self._shared.values():
                 column.extend(_EMPTY_SHARED)
             for column in self._ints.values():
@@ -236,7 +243,6 @@ class TraceTable(MutableMapping):
             self._render_s.extend(_EMPTY_FLOATS)
             self._digest.extend(bytes(32 * _BLOCK))
             self._digest_state.extend(bytes(_BLOCK))
-        return row
 
     def _clear(self, row: int) -> None:
         for column in self._shared.values():

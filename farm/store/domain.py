@@ -70,7 +70,14 @@ from farm.files import (
 )
 from farm.store.along import Along
 from farm.store.base import Objects, checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
-from farm.store.documents import StoreError, check_batch_result, check_job, check_job_trace, read_document
+from farm.store.documents import (
+    TRACE_STATUSES,
+    StoreError,
+    check_batch_result,
+    check_job,
+    check_job_trace,
+    read_document,
+)
 
 __all__ = ["CAS_ATTEMPTS", "Store"]
 
@@ -98,10 +105,8 @@ def _checked_into(traces: MutableMapping, doc: _Doc):
     """`put(entries)` for read_wide_json: each trace checked as check_job checks them, then kept (a
     TraceTable takes a block at once)."""
     def put(entries: dict) -> None:
-        for key, trace in entries.items():
-            problem = check_job_trace(key, trace)
-            if problem:
-                raise StoreError(f"{doc}: {problem}")
+        for key in [k for k, t in entries.items() if type(t) is not dict or t.get("status") not in TRACE_STATUSES]:
+            raise StoreError(f"{doc}: {check_job_trace(key, entries[key])}")
         (traces.add if hasattr(traces, "add") else traces.update)(entries)
     return put
 
