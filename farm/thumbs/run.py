@@ -422,7 +422,8 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbSt
             on_recorded(model_id)
 
     try:
-        run_batches(job_id, batches, store, broker=broker, workers=workers, on_result=on_result, progress=bar)
+        run_batches(job_id, batches, store, broker=broker, workers=workers, on_result=on_result, progress=bar,
+                    group=True)
     finally:
         bar.close()
         store.remove_job(job_id)

@@ -185,6 +185,15 @@ class ThumbnailKind(BatchKind):
     def record(self, store, job_id: str, result: BatchResult) -> None:
         pass  # the coordinator records what it receives
 
+    def keep_result(self, store, job_id: str, result: BatchResult) -> None:
+        """A model of an envelope that a Celery worker finished: its result (image and facts) kept in
+        the runner's store, where a redelivery finds it done (`done_before`) and the coordinator finds
+        it when the envelope is lost; a worker that cannot write there only loses that."""
+        try:
+            store.write_batch_result(job_id, result.to_dict())
+        except OSError:
+            pass
+
     def record_along(self, store, job_id: str, result: BatchResult) -> None:
         pass  # nor along the way
 
