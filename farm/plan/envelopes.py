@@ -54,14 +54,14 @@ def envelopes(batches: list[Batch], budget: int | None = None, least: int = 1) -
     budget = max(1, int(budget or batch_frames()))
     total = sum(len(b.keys) for b in batches)
     count = max(-(-total // budget), min(int(least), len(batches)), 1)
-    share = -(-total // count)  # frames an envelope takes before the next one starts
     out: list[list[Batch]] = []
-    frames = 0
+    frames = taken = 0  # frames in the current envelope, in all of them
     for b in batches:
         n = len(b.keys)
-        if not out or frames >= share or frames + n > budget:
+        if not out or taken >= round(len(out) * total / count) or frames + n > budget:  # its share is full
             out.append([])
             frames = 0
         out[-1].append(b)
         frames += n
+        taken += n
     return [Envelope(group) for group in out]

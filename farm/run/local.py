@@ -55,6 +55,7 @@ log = logging.getLogger("farm.run.local")
 START_METHOD = "spawn"
 TRANSIENT_RETRIES = 2
 RSS_KEY = "_child_maxrss_kib"  # beside a child's result: its peak resident memory, for recycling
+POLL_S = 0.005  # how often the parent's listener looks for reports
 PROGRESS_S = 0.05  # a child reports a batch's frames at most this often (its end comes with its result)
 DRAIN_S = 30.0  # how long the parent waits for the results an ended envelope says it sent
 
@@ -161,10 +162,11 @@ class _LocalRun:
         ("r", envelope, result) a batch ended (handed to the main thread, which records it)."""
         while not stop.is_set():
             try:
-                item = q.get(timeout=0.1)
-            except queue_mod.Empty:
-                continue
-            except (EOFError, OSError):
+                if q.empty():  # SimpleQueue.get has no timeout: look, then wait a little
+                    stop.wait(POLL_S)
+                    continue
+                item = q.get()
+            except (EOFError, OSError, ValueError):  # closed
                 return
             if item is None:  # the parent's own sentinel: the pool is over
                 return
@@ -234,7 +236,7 @@ class _LocalRun:
     def run_pool(self, ids: list[str], n: int) -> bool:
         """Run these batches in a pool of n; returns True when the pool broke."""
         before = self.store.deliveries_of(self.job_id, ids)
-        q, stop = self.ctx.Queue(), threading.Event()
+        q, stop = self.ctx.SimpleQueue(), threading.Event()  # a put is written before it returns
         listener = threading.Thread(target=self.listen, args=(q, stop), name="farm-progress", daemon=True)
         listener.start()
         executor = ProcessPoolExecutor(max_workers=n, mp_context=self.ctx, initializer=_init_child,
@@ -270,17 +272,20 @@ class _LocalRun:
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.05, return_when=FIRST_COMPLETED)
-            self.drain()
             stuck = self.stalled({futures[f].id for f in pending if f.running()})
             if stuck and not done:
                 self.stop_stuck(executor, stuck)
                 killed = True
+            sent: set[str] = set()  # batches the envelopes that ended say they sent
             for fut in done:
                 if not fut.cancelled():  # a cancelled one (recycling) is still remaining: the next pool's
-                    broken = self.collect(fut, futures[fut]) or broken
+                    ended, lost = self.collect(fut, futures[fut])
+                    sent |= ended
+                    broken = broken or lost
             if self.recycle:
                 for fut in pending:
                     fut.cancel()  # those not started; the running ones finish in this pool
+            self.drain(sent, DRAIN_S)  # on their way through the queue, when not already here
         return broken, killed
 
     def stop_stuck(self, executor: ProcessPoolExecutor, stuck: list[str]) -> None:
@@ -290,14 +295,15 @@ class _LocalRun:
             self.seen.pop(e, None)
         _kill(executor)
 
-    def collect(self, fut, envelope: Envelope) -> bool:
-        """One finished envelope: its results recorded (or its batches failed); True when the pool broke."""
+    def collect(self, fut, envelope: Envelope) -> tuple[set[str], bool]:
+        """One finished envelope: (the batches it sent results for, whether the pool broke); its
+        batches failed when the envelope code failed."""
         self.seen.pop(envelope.id, None)
         left = [b for b in envelope.batches if b.id in self.remaining]
         try:
             d = fut.result()
         except BrokenProcessPool:
-            return True
+            return set(), True
         except TransientError as e:  # the first batch without a result could not run here; the rest did not start
             self.drain({b.id for b in left}, 0.2)
             culprit = next((b for b in envelope.batches if b.id in self.remaining), None)
@@ -305,32 +311,32 @@ class _LocalRun:
                 self.transient[culprit.id] = self.transient.get(culprit.id, 0) + 1
                 if self.transient[culprit.id] > TRANSIENT_RETRIES:
                     self.finish(BatchResult.all_failed(culprit, str(e)))
-            return False
+            return set(), False
         except Exception as e:  # noqa: BLE001 - a bug in the envelope code: its batches without a result fail
+            self.drain()
             for b in left:  # what on_result raises (a full disk) is this process's own error: it ends the run
-                self.finish(BatchResult.all_failed(b, f"{type(e).__name__}: {e}"))
-            return False
+                if b.id in self.remaining:
+                    self.finish(BatchResult.all_failed(b, f"{type(e).__name__}: {e}"))
+            return set(), False
         rss = d.pop(RSS_KEY, 0)
         if self.max_memory_kib and rss > self.max_memory_kib and not self.recycle:
             log.info("a worker process reached %d KiB (FARM_MAX_MEMORY_PER_CHILD %d): a fresh pool for"
                      " the batches not started", rss, self.max_memory_kib)
             self.recycle = True
-        self.drain(set(d.get("batches", ())), DRAIN_S)  # sent before the envelope ended: on their way
-        return False
+        return set(d.get("batches", ())), False
 
 
 def _end_listener(q, stop: threading.Event, listener: threading.Thread, wake: bool) -> None:
     """Stop a pool's progress listener. `wake`: every process of the pool lived, so the queue's write
     lock is free and a sentinel wakes the listener at once; otherwise a killed process may hold that
-    lock, and the parent must never take it (its feeder thread would block on it, and the interpreter
-    joins that thread at exit: the process would never end), so the listener sees `stop` within 0.1 s."""
+    lock, and the parent must never take it (the put would block on it for ever), so the listener
+    sees `stop` within POLL_S."""
     stop.set()
     if wake:
         q.put(None)
     listener.join(timeout=2)
-    q.close()
-    if not wake:
-        q.cancel_join_thread()
+    if not listener.is_alive():  # one blocked on a report a killed process left half written keeps its pipe
+        q.close()
 
 
 def _kill(executor: ProcessPoolExecutor) -> None:

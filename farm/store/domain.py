@@ -267,7 +267,11 @@ class Store:
         self._map(lambda b: (self.reset_batch(job_id, b), self.remove_batch_result(job_id, b)), batch_ids)
 
     def deliveries_of(self, job_id: str, batch_ids: list[str]) -> dict[str, int]:
-        """`deliveries` of each batch, overlapping where the kind allows."""
+        """`deliveries` of each batch, overlapping where the kind allows (none read in a folder store
+        whose job has no delivery yet: a fresh run's thousands of batches)."""
+        folder = self.objects.file(self._attempts_ref(job_id, "").rstrip("/"))
+        if folder is not None and not folder.is_dir():
+            return dict.fromkeys(batch_ids, 0)
         return dict(zip(batch_ids, self._map(lambda b: self.deliveries(job_id, b), batch_ids), strict=True))
 
     def reset_batch(self, job_id: str, batch_id: str) -> None:

@@ -118,11 +118,16 @@ class FolderObjects:
 
     def delete(self, keys: Iterable[str]) -> None:
         """Remove the files, then the folders they leave empty (up to the store's root)."""
-        folders = set()
+        parents = set()
         for key in keys:
             path = self.root / key
             path.unlink(missing_ok=True)
-            folders.update(p for p in path.parents if p != self.root and p.is_relative_to(self.root))
+            parents.add(path.parent)
+        folders: set[Path] = set()
+        for p in parents:  # each folder once, however many files it held
+            while p != self.root and p not in folders and p.is_relative_to(self.root):
+                folders.add(p)
+                p = p.parent
         for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
                 folder.rmdir()

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import secrets
 import tempfile
 import time
@@ -201,12 +202,15 @@ def _animation_options(opts: ThumbnailOptions) -> dict:
     return {"animated": True, "frames": int(opts.frames)} if opts.animated else {}
 
 
-def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
+def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str],
+           settings: RenderSettings | None = None) -> Batch:
     """The model's batch: its still (key: the model id), then with --animated one key per animation
-    frame (farm.thumbs.work.animation_keys; the worker picks their times on the chosen sequence)."""
+    frame (farm.thumbs.work.animation_keys; the worker picks their times on the chosen sequence);
+    `settings`: opts.settings(assets), when the caller made them already."""
     anim = animation_keys(found.id, int(opts.frames)) if opts.animated else []
+    settings = settings or opts.settings(tuple(assets))
     return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0] * (1 + len(anim)),
-                 [found.id, *anim], settings=opts.settings(tuple(assets)), stop_at=str(found.root), kind="thumbnail",
+                 [found.id, *anim], settings=settings, stop_at=str(found.root), kind="thumbnail",
                  params={"format": opts.format, "time": opts.time,
                          **({"animated_frames": int(opts.frames)} if opts.animated else {})})
 
@@ -335,6 +339,7 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: 
     todo: list[Batch] = []
     fps: dict[str, str] = {}
     seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
+    made: dict[tuple, RenderSettings] = {}  # asset roots -> the settings (checked once, not once a model)
     for f in found:
         assets = asset_roots_for(f, root_folders, extra_assets)
         fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
@@ -358,7 +363,10 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: 
         if not retry and same and rec.get("status") == "failed" and rec.get("cause") == "model":
             summary.kept_failed += 1  # the same bytes, settings and inputs fail the same way
             continue
-        todo.append(_batch(f, digest, opts, assets))
+        key = tuple(assets)
+        if key not in made:
+            made[key] = opts.settings(key)
+        todo.append(_batch(f, digest, opts, assets, made[key]))
     return todo, fps
 
 
@@ -452,7 +460,7 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
         atomic_write(out / thumb, data, state.tmp)
         keyed = f"{DIGEST_FOLDER}/{rec['sha256']}-{fp}.{opts.format}" if rec["sha256"] and fp else None
         if keyed:
-            atomic_write(out / keyed, data, state.tmp)
+            _same_bytes(out / thumb, out / keyed, data, state.tmp)
         sidecar = None
         if opts.format != "png":
             sidecar = thumb + ".json"
@@ -467,6 +475,19 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
                    cause=info.get("cause") if frame.info else "worker")
     rec.update(_write_animation(result, out, opts, state) if rec["status"] == "done" else _NO_ANIMATION)
     return rec
+
+
+def _same_bytes(written: Path, path: Path, data: bytes, tmp: Path) -> None:
+    """`path` given the bytes `written` has just been given: a hard link to it, put in place as
+    atomic_write puts a file (no second file written: a thumbnail's digest-keyed copy), else the bytes."""
+    link = tmp / f".{path.name[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.link(written, link)
+        os.replace(link, path)
+    except OSError:  # no hard links here (or another file system): the bytes, written again
+        link.unlink(missing_ok=True)
+        atomic_write(path, data, tmp)
 
 
 _NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}
