@@ -47,6 +47,7 @@ class FolderObjects:
     def __init__(self, root: str | Path):
         self.root = Path(root).absolute()
         self.tmp = self.root / "tmp"
+        self._inside: dict[Path, bool] = {}  # folder -> whether it is inside the root, resolved once
 
     @property
     def location(self) -> str:
@@ -56,13 +57,24 @@ class FolderObjects:
         return self.root / key
 
     def file(self, key: str) -> Path | None:
-        """The file behind `key` (None when it would leave the folder, through a link or "..")."""
+        """The file behind `key` (None when it would leave the folder, through a link or ".."). Its
+        folder is resolved once (a delivery's events, a batch's result: thousands of keys in a few
+        folders); the file itself is resolved only when it is a link."""
         p = self.root / key
-        try:
-            inside = p.resolve().is_relative_to(self.root.resolve())
-        except OSError:
-            inside = False
+        inside = self._inside.get(p.parent)
+        if inside is None:
+            inside = self._resolves_inside(p.parent)
+            if p.parent.is_dir():  # one not made yet is resolved again (it may be made a link)
+                self._inside[p.parent] = inside
+        if inside and p.is_symlink():
+            inside = self._resolves_inside(p)
         return p if inside else None
+
+    def _resolves_inside(self, p: Path) -> bool:
+        try:
+            return p.resolve().is_relative_to(self.root.resolve())
+        except OSError:
+            return False
 
     def url(self, key: str) -> str:
         return str(self.root / key)
