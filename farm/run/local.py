@@ -7,10 +7,15 @@ cores // workers, then one renderer with one GL context), and `farm.run.execute.
 batch, exactly as a Celery worker process does, so both give the same bytes. The parent only
 plans, collects results and draws the progress bar; it never loads GL.
 
-Children report frame counts through a queue (for the bar) and return each batch's result, with
-their peak resident memory. Processes are recycled on memory growth, per pool rather than per
-process: once a child's peak passes ``FARM_MAX_MEMORY_PER_CHILD`` (KiB, as Celery's
-worker_max_memory_per_child), the batches not started yet go to a fresh pool; a process that keeps
+A submission is an envelope (farm.plan.envelopes): one batch, or with `group` many small ones (at
+most FARM_BATCH_FRAMES frames, at least one envelope per process). Children report through the
+pool's queue (a SimpleQueue: a report is in the pipe before the child goes on): an envelope
+started, a batch's frames (at most every PROGRESS_S, for the bar) and each batch's result as the
+batch ends, so a child killed mid-envelope loses no batch it finished; an envelope's future returns
+the ids of the results it sent and the child's peak resident memory. Processes are recycled on
+memory growth, per pool rather than per process: once a child's peak passes
+``FARM_MAX_MEMORY_PER_CHILD`` (KiB, as Celery's worker_max_memory_per_child), the batches not
+started yet go to a fresh pool; a process that keeps
 its memory keeps running (a fresh process costs a spawn, imports and a GL context: at one model a
 batch, recycling every 100 batches cost a third of a thumbnail run). ``FARM_MAX_TASKS_PER_CHILD``,
 when set in the environment, also bounds a pool by count as Celery does: a
