@@ -43,9 +43,9 @@ def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) 
 
 def json_wide_chunks(obj: dict, wide: str):
     """`obj` as JSON in pieces, for a document with one large member `wide` (a mapping: a comparison's
-    traces): sorted keys, each top-level member on a line, each of `wide`'s entries on a line of its
-    own (compact, by the C encoder), so the same data gives the same bytes and a million entries are
-    never one string. ensure_ascii is off as in json_bytes."""
+    traces; or a list: a thumbnail index's models): sorted keys, each top-level member on a line,
+    each of `wide`'s entries on a line of its own (compact, by the C encoder), so the same data gives
+    the same bytes and a million entries are never one string. ensure_ascii is off as in json_bytes."""
     dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
     names = sorted(obj)
     yield "{\n"
@@ -57,6 +57,12 @@ def json_wide_chunks(obj: dict, wide: str):
             for j, (k, v) in enumerate(items):
                 yield f"  {dumps(k)}: {dumps(v)}" + (",\n" if j < len(items) - 1 else "\n")
             yield (" }" if items else "}") + end
+        elif name == wide and isinstance(obj[name], list):
+            entries = obj[name]
+            yield f" {dumps(name)}: [" + ("\n" if entries else "")
+            for j, v in enumerate(entries):
+                yield f"  {dumps(v)}" + (",\n" if j < len(entries) - 1 else "\n")
+            yield (" ]" if entries else "]") + end
         else:
             yield f" {dumps(name)}: {dumps(obj[name])}{end}"
     yield "}\n"

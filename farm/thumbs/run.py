@@ -506,8 +506,11 @@ def _same_bytes(written: Path, path: Path, tmp: Path) -> None:
     link = tmp / f".{path.name[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        os.link(written, link)
-        os.replace(link, path)
+        try:
+            os.link(written, path)  # not there yet (a fresh name): the link is made whole or not at all
+        except FileExistsError:
+            os.link(written, link)
+            os.replace(link, path)
     except OSError:  # no hard links here (or another file system): the bytes, written again
         link.unlink(missing_ok=True)
         atomic_write(path, written.read_bytes(), tmp)
