@@ -155,8 +155,8 @@ def test_a_worker_killed_mid_envelope_loses_no_finished_model(tmp_path, monkeypa
 
 
 def test_a_lost_envelope_fails_only_its_unfinished_models(tmp_path):
-    """The envelope task failed (the hard time limit): the models whose results came (from the store,
-    as the worker kept them) stay done and are passed on once; only the others fail."""
+    """The envelope task failed (the hard time limit): the models the worker finished (kept in the
+    store) stay done, images and all, each passed on once; only the others fail."""
     from farm.run import celery as runner
 
     store = FolderStore(tmp_path / "store")
@@ -167,13 +167,13 @@ def test_a_lost_envelope_fails_only_its_unfinished_models(tmp_path):
         store.write_batch_result("job", {"batch": b.id, "frames": [
             {"key": b.keys[0], "time_ms": 0, "status": "done", "digest": "d", "error": None, "info": {"image": "x"}}]})
     pending = {"t1": env}
-    runner._from_store("job", store, pending, {}, once)
-    assert [r.batch for r in got] == [b.id for b in env.batches[:2]] and pending == {"t1": env}
+    runner._from_store("job", store, pending, {}, once)  # still running (its last model not stored): left to the task
+    assert got == [] and pending == {"t1": env}
     runner._take("job", store, "t1", {"status": "FAILURE", "result": TimeoutError("hard time limit")}, pending,
                  once, None, lambda fn, *a: None)
     assert pending == {} and [r.batch for r in got] == [b.id for b in env.batches]
     assert [r.frames[0].status for r in got] == ["done", "done", "failed", "failed"]
-    assert "hard time limit" in got[3].frames[0].error
+    assert got[0].frames[0].info == {"image": "x"} and "hard time limit" in got[3].frames[0].error
 
 
 def test_an_envelope_task_returns_results_together_and_a_redelivery_renders_only_the_rest(tmp_path, monkeypatch):
@@ -207,3 +207,19 @@ def test_an_envelope_task_returns_results_together_and_a_redelivery_renders_only
     strip = [[{k: v for k, v in f.items() if k != "render_s"} for f in r["frames"]] for r in again.result["results"]]
     assert strip == [[{k: v for k, v in f.items() if k != "render_s"} for f in r["frames"]]
                      for r in first.result["results"]]
+
+
+def test_an_envelope_whose_result_the_backend_lost_is_read_from_the_store(tmp_path):
+    """Redis restarted without the envelope's result: once its last model is in the store, every model
+    is read from there, each passed on once, and the task is no longer waited for."""
+    from farm.run import celery as runner
+
+    store = FolderStore(tmp_path / "store")
+    env = envelopes([_batch(i) for i in range(3)], 48)[0]
+    got: list[BatchResult] = []
+    for b in env.batches:
+        store.write_batch_result("job", {"batch": b.id, "frames": [
+            {"key": b.keys[0], "time_ms": 0, "status": "done", "digest": "d", "error": None}]})
+    pending = {"t1": env}
+    runner._from_store("job", store, pending, {}, runner._Once(got.append))
+    assert pending == {} and [r.batch for r in got] == [b.id for b in env.batches]

@@ -313,18 +313,27 @@ def _follow(job_id, store, pending, on_result, progress, call, lost, send, say, 
 
 def _from_store(job_id, store, pending, metas, on_result: _Once) -> None:
     """A batch whose result the backend lost (Redis restarted after the worker stored it, or
-    before) still has its result in the store, written by the worker that ran it; so do the batches
-    an envelope finished so far (BatchKind.keep_result)."""
+    before) still has its result in the store, written by the worker that ran it; so does each batch
+    of an envelope (BatchKind.keep_result), read once its last batch is there (an envelope still
+    running is left to its task: its result, or its failure, which keeps what it finished)."""
     for task_id, item in list(pending.items()):
         if metas.get(task_id, {}).get("status") in states.READY_STATES:
             continue
+        last = _members(item)[-1]
+        if isinstance(item, Envelope) and not _complete(store.read_batch_result(job_id, last.id), last):
+            continue
         for b in on_result.left(item):
             found = store.read_batch_result(job_id, b.id)
-            if found and len(found.get("frames", ())) == len(b.keys):
+            if _complete(found, b):
                 on_result(BatchResult.from_dict(found))
         if not on_result.left(item):
             del pending[task_id]
             metas.pop(task_id, None)
+
+
+def _complete(found: dict | None, batch) -> bool:
+    """Whether a stored result holds every frame of `batch`."""
+    return bool(found) and len(found.get("frames", ())) == len(batch.keys)
 
 
 def _take(job_id, store, task_id, meta, pending, on_result: _Once, progress, call) -> None:
