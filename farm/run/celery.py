@@ -2,8 +2,9 @@
 
 Used by farm.run.dispatch when a broker is given (`farm run --broker`, `farm thumbnails
 --broker`, the nightly task), beside the local runner (farm.run.local). It sends batches by task name
-(farm.celery.app.RENDER_TASK) through the worker's app and never imports the tasks (farm.celery.tasks),
-which run the nightly, which runs jobs, which dispatch here.
+(farm.celery.app.RENDER_TASK; with `group`, envelopes of many small batches: ENVELOPE_TASK) through
+the worker's app and never imports the tasks (farm.celery.tasks), which run the nightly, which runs
+jobs, which dispatch here.
 
 Batches the broker lost. A Redis that restarts without its data (no AOF) forgets the batches still
 queued (and their states). After a reconnect, or when Redis's run id changes, the client compares

@@ -26,6 +26,10 @@ Problems that another process or machine may not have (no GL context, the store 
 raise `TransientError`, for the runner to retry elsewhere. Exceptions in `abort` (a Celery soft
 time limit) stop the batch: the frames done so far stay done, the rest fail with that reason.
 
+An envelope (farm.plan.envelopes: many small batches delivered together) is run by
+`render_envelope`: each batch through `render_batch` in turn, its result handed on as it ends; a
+time limit stops the envelope there.
+
 Batch kinds: "frames" (`FRAMES`, below) and those in `BATCH_KINDS` (name -> "module:attribute",
 imported when first used; only names listed there run, since the name may come from a broker).
 
