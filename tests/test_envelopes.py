@@ -89,33 +89,44 @@ def _tree(root: Path, n: int) -> Path:
     return tree
 
 
+def _spy(real, sent: list):
+    """_LocalRun.envelopes, noting each envelope it makes in `sent`."""
+    def envelopes_spied(self, ids, n):
+        made = real(self, ids, n)
+        sent.extend(made)
+        return made
+
+    return envelopes_spied
+
+
 def _files(out: Path) -> dict[str, bytes]:
     return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted((out / "thumbs").rglob("*")) if p.is_file()}
 
 
 def test_thumbnails_go_out_in_ceil_n_over_budget_deliveries_with_the_same_bytes(tmp_path, monkeypatch):
-    """7 models, a budget of 3 frames, one process: 3 local submissions; every thumbnail (and its
-    digest-keyed copy) is the bytes of a run that sends one model a submission."""
+    """13 models, a budget of 3 frames, one process: 5 local submissions (ceil(13 / 3), above the
+    PER_PROCESS floor of 4); every thumbnail (and its digest-keyed copy) is the bytes of a run that
+    sends one model a submission."""
     from farm.run import local
     from farm.thumbs import run as thumbs_run
 
-    tree = _tree(tmp_path, 7)
+    tree = _tree(tmp_path, 13)
     monkeypatch.setenv("FARM_RENDERER", "synthetic")
     monkeypatch.setenv("FARM_BATCH_FRAMES", "3")
     sent = []
     real = local._LocalRun.envelopes
-    monkeypatch.setattr(local._LocalRun, "envelopes", lambda self, ids, n: sent.extend(real(self, ids, n)) or sent)
+    monkeypatch.setattr(local._LocalRun, "envelopes", _spy(real, sent))
     opts = ThumbnailOptions(size=16, sheet=0)
     grouped = make_thumbnails([tree], tmp_path / "grouped", opts, workers=1, progress=False)
-    assert grouped.models == 7 and not grouped.failed
-    assert len(sent) == 3 and sorted(len(e.batches) for e in sent) == [2, 2, 3]
+    assert grouped.models == 13 and not grouped.failed
+    assert len(sent) == 5 and sorted(len(e.batches) for e in sent) == [2, 2, 3, 3, 3]
 
     real_run = thumbs_run.run_batches
     monkeypatch.setattr(thumbs_run, "run_batches", lambda *a, **kw: real_run(*a, **{**kw, "group": False}))
     sent.clear()
     single = make_thumbnails([tree], tmp_path / "single", opts, workers=1, progress=False)
-    assert not single.failed and len(sent) == 7
-    assert _files(tmp_path / "grouped") == _files(tmp_path / "single") and len(_files(tmp_path / "single")) == 7
+    assert not single.failed and len(sent) == 13
+    assert _files(tmp_path / "grouped") == _files(tmp_path / "single") and len(_files(tmp_path / "single")) == 13
     keyed = [sorted((tmp_path / run / "by-sha256").iterdir()) for run in ("grouped", "single")]
     assert [p.read_bytes() for p in keyed[0]] == [p.read_bytes() for p in keyed[1]]  # copies of one model: one key
 
@@ -132,23 +143,30 @@ class CountingCrashRenderer(SyntheticRenderer):
 
 
 def test_a_worker_killed_mid_envelope_loses_no_finished_model(tmp_path, monkeypatch):
-    """One envelope of 6 models, the 3rd kills its process: the 2 before it are kept (rendered once),
-    the killer fails after the delivery limit, the 3 after it render in a fresh process."""
-    tree = _tree(tmp_path, 5)
-    shutil.copy(tree / "m000.mdx", tree / "m001z-crash.mdx")  # the 3rd of the envelope (same size: by name)
+    """10 models in 4 envelopes (one process: PER_PROCESS); the second envelope is m002, the killer,
+    m003: m002, finished before the kill in the same envelope, is kept (rendered once), the killer
+    fails after the delivery limit, m003 and every other model render once."""
+    tree = _tree(tmp_path, 9)
+    shutil.copy(tree / "m000.mdx", tree / "m002z-crash.mdx")  # same size: ordered by name, after m002
     renders = tmp_path / "renders.txt"
     monkeypatch.setenv("FARM_RENDERER", "test_envelopes:CountingCrashRenderer")
     monkeypatch.setenv("FARM_TEST_RENDERS", str(renders))
-    monkeypatch.setenv("FARM_BATCH_FRAMES", "6")
+    monkeypatch.setenv("FARM_BATCH_FRAMES", "10")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+    from farm.run import local
+
+    sent = []
+    real = local._LocalRun.envelopes
+    monkeypatch.setattr(local._LocalRun, "envelopes", _spy(real, sent))
     summary = make_thumbnails([tree], tmp_path / "out", ThumbnailOptions(size=16, sheet=0), workers=1,
                               progress=False)
-    assert list(summary.failed) == ["tree/m001z-crash.mdx"] and summary.done == 5
+    assert [Path(b.model_rel).name for b in sent[1].batches] == ["m002.mdx", "m002z-crash.mdx", "m003.mdx"]
+    assert list(summary.failed) == ["tree/m002z-crash.mdx"] and summary.done == 9
     counts = {}
     for name in renders.read_text().split():
         counts[name] = counts.get(name, 0) + 1
-    assert counts.pop("m001z-crash.mdx") == 3  # FARM_MAX_DELIVERIES
-    assert counts == {f"m{i:03d}.mdx": 1 for i in range(5)}  # none of the others rendered twice
+    assert counts.pop("m002z-crash.mdx") == 3  # FARM_MAX_DELIVERIES
+    assert counts == {f"m{i:03d}.mdx": 1 for i in range(9)}  # none of the others rendered twice
 
 
 # --- the Celery side, in-process

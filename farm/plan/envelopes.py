@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 
 from farm.plan.batches import Batch, batch_frames
 
-__all__ = ["Envelope", "envelopes"]
+__all__ = ["PER_PROCESS", "Envelope", "envelopes"]
+
+# Envelopes per worker process at least, while there are batches: a small set (72 models for 2
+# processes) in one envelope a process left one process with the larger models (sorted largest
+# first) and the other idle at the end; 4 a process lets the pool balance them as it goes.
+PER_PROCESS = 4
 
 
 @dataclass

@@ -31,7 +31,7 @@ from kombu.exceptions import OperationalError
 
 from farm.celery.app import ENVELOPE_TASK, RENDER_TASK, app
 from farm.environment import env_given, env_int, redact_url
-from farm.plan.envelopes import Envelope, envelopes
+from farm.plan.envelopes import PER_PROCESS, Envelope, envelopes
 from farm.run.errors import RunnerUnavailable
 from farm.run.execute import BatchResult, record_forward
 
@@ -257,7 +257,8 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
         return call(app.send_task, task, kwargs=kwargs, queue=queue, retry=False).id
 
     pending = {task_id or f"followed-{b.id}": b for task_id, b in (follow or ())}
-    for item in envelopes(batches) if group else batches:
+    # the workers' processes are not known here: a small set is spread as for a pool of 2
+    for item in envelopes(batches, least=2 * PER_PROCESS) if group else batches:
         pending[send(item)] = item
     lost = _LostBatches(store, job_id, queue, watching=bool(follow))
     try:

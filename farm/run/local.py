@@ -8,18 +8,18 @@ batch, exactly as a Celery worker process does, so both give the same bytes. The
 plans, collects results and draws the progress bar; it never loads GL.
 
 A submission is an envelope (farm.plan.envelopes): one batch, or with `group` many small ones (at
-most FARM_BATCH_FRAMES frames, at least one envelope per process). Children report through the
-pool's queue (a SimpleQueue: a report is in the pipe before the child goes on): an envelope
-started, a batch's frames (at most every PROGRESS_S, for the bar) and each batch's result as the
-batch ends, so a child killed mid-envelope loses no batch it finished; an envelope's future returns
-the ids of the results it sent and the child's peak resident memory. Processes are recycled on
-memory growth, per pool rather than per process: once a child's peak passes
-``FARM_MAX_MEMORY_PER_CHILD`` (KiB, as Celery's worker_max_memory_per_child), the batches not
-started yet go to a fresh pool; a process that keeps
-its memory keeps running (a fresh process costs a spawn, imports and a GL context: at one model a
-batch, recycling every 100 batches cost a third of a thumbnail run). ``FARM_MAX_TASKS_PER_CHILD``,
-when set in the environment, also bounds a pool by count as Celery does: a
-pool of n runs at most n times that many batches, and the rest go to a fresh pool (the executor's own
+most FARM_BATCH_FRAMES frames, at least PER_PROCESS envelopes per process: the pool balances them).
+Children report through the pool's queue (a SimpleQueue: a report is in the pipe before the child
+goes on): an envelope started, a batch's frames (at most every PROGRESS_S, for the bar) and each
+batch's result as the batch ends, so a child killed mid-envelope loses no batch it finished; an
+envelope's future returns the ids of the results it sent and the child's peak resident memory.
+Processes are recycled on memory growth, per pool rather than per process: once a child's peak
+passes ``FARM_MAX_MEMORY_PER_CHILD`` (KiB, as Celery's worker_max_memory_per_child), the batches
+not started yet go to a fresh pool; a process that keeps its memory keeps running (a fresh process
+costs a spawn, imports and a GL context: at one model a batch, recycling every 100 batches cost a
+third of a thumbnail run). ``FARM_MAX_TASKS_PER_CHILD``, when set in the environment, also bounds a
+pool by count as Celery does: a pool of n runs at most n times that many batches, and the rest go
+to a fresh pool (the executor's own
 max_tasks_per_child deadlocks on Python 3.11-3.13 once a process reaches it with batches still queued,
 CPython gh-115634: a local run of more than 100 batches a process never ended). Each pool has
 a queue of its own: a child killed (or dying) while it writes to the queue leaves the queue's write
@@ -48,7 +48,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from farm.environment import env_int
 from farm.plan.batches import Batch
-from farm.plan.envelopes import Envelope, envelopes
+from farm.plan.envelopes import PER_PROCESS, Envelope, envelopes
 from farm.run import sandbox, worker
 from farm.run.budget import Budgets
 from farm.run.execute import BatchResult, TransientError, render_batch, render_envelope
@@ -236,7 +236,7 @@ class _LocalRun:
 
     def envelopes(self, ids: list[str], n: int) -> list[Envelope]:
         batches = [self.remaining[i] for i in ids]
-        return envelopes(batches, least=n) if self.group else [Envelope([b]) for b in batches]
+        return envelopes(batches, least=n * PER_PROCESS) if self.group else [Envelope([b]) for b in batches]
 
     def run_pool(self, ids: list[str], n: int) -> bool:
         """Run these batches in a pool of n; returns True when the pool broke."""
