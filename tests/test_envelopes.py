@@ -10,7 +10,9 @@ import math
 import os
 import shutil
 import signal
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -172,11 +174,14 @@ def test_a_worker_killed_mid_envelope_loses_no_finished_model(tmp_path, monkeypa
 # --- the Celery side, in-process
 
 
-def test_a_lost_envelope_fails_only_its_unfinished_models(tmp_path):
+def test_a_lost_envelope_fails_only_its_unfinished_models(tmp_path, monkeypatch):
     """The envelope task failed (the hard time limit): the models the worker finished (kept in the
     store) stay done, images and all, each passed on once; only the others fail."""
     from farm.run import celery as runner
 
+    # no result backend of this thread's own (Celery keeps one per thread, made with the config of the
+    # moment: a later test's worker fixture would then read another backend)
+    monkeypatch.setattr(runner, "app", SimpleNamespace(backend=SimpleNamespace(forget=lambda task_id: None)))
     store = FolderStore(tmp_path / "store")
     env = envelopes([_batch(i) for i in range(4)], 48)[0]
     got: list[BatchResult] = []
@@ -192,6 +197,16 @@ def test_a_lost_envelope_fails_only_its_unfinished_models(tmp_path):
     assert pending == {} and [r.batch for r in got] == [b.id for b in env.batches]
     assert [r.frames[0].status for r in got] == ["done", "done", "failed", "failed"]
     assert got[0].frames[0].info == {"image": "x"} and "hard time limit" in got[3].frames[0].error
+
+
+def _in_a_thread(fn):
+    """`fn()` in a thread of its own: the result backend Celery makes for it (one a thread, with the
+    config of the moment) goes with the thread, not left to later tests in this one."""
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()))
+    t.start()
+    t.join(120)
+    return out[0]
 
 
 def test_an_envelope_task_returns_results_together_and_a_redelivery_renders_only_the_rest(tmp_path, monkeypatch):
@@ -216,10 +231,10 @@ def test_an_envelope_task_returns_results_together_and_a_redelivery_renders_only
     monkeypatch.setattr(farm_worker, "get_renderer", Counting)
     env = Envelope(batches)
     kwargs = {"job_id": "j", "envelope": env.to_dict(), "out": str(tmp_path / "out")}
-    first = render_envelope_task.apply(kwargs=kwargs)
+    first = _in_a_thread(lambda: render_envelope_task.apply(kwargs=kwargs))
     assert first.successful(), first.traceback
     assert first.result["envelope"] == env.id and len(first.result["results"]) == 3 and len(renders) == 3
-    again = render_envelope_task.apply(kwargs=kwargs)
+    again = _in_a_thread(lambda: render_envelope_task.apply(kwargs=kwargs))
     assert again.successful(), again.traceback
     assert len(renders) == 3  # the redelivery found every model done
     strip = [[{k: v for k, v in f.items() if k != "render_s"} for f in r["frames"]] for r in again.result["results"]]

@@ -356,6 +356,8 @@ def _take(job_id, store, task_id, meta, pending, on_result: _Once, progress, cal
         call(app.backend.forget, task_id)
     elif state in ("FAILURE", "REVOKED"):
         del pending[task_id]
+        if isinstance(item, Envelope) and progress is not None:
+            progress.finish(item.id, 0, 0)
         exc = meta.get("result")
         for b in on_result.left(item):
             on_result(_failed(store, job_id, b, f"the batch task failed: {type(exc).__name__}: {exc}"))

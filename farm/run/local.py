@@ -131,7 +131,7 @@ def run_local(job_id: str, batches: list[Batch], store: Store, workers: int | No
               on_result: Callable[[BatchResult], None], progress=None, renderer: str | None = None,
               max_deliveries: int | None = None, group: bool = False) -> None:
     """Run `batches` in a pool; `group`: many to a submission (farm.plan.envelopes, at most
-    FARM_BATCH_FRAMES frames each, at least one per process), else one batch a submission."""
+    FARM_BATCH_FRAMES frames each, at least PER_PROCESS a process), else one batch a submission."""
     if not batches:
         return
     _LocalRun(job_id, batches, store, on_result, progress, renderer, max_deliveries, group).run(
