@@ -21,6 +21,8 @@ sample model, drawn by an instant renderer (FARM_RENDERER=thumbnails:instant, th
 writes remain), locally with 2 processes (models/s, the coordinator's CPU ms a model) and, with
 --broker redis://HOST:PORT/DB (a Redis of your own: its INFO commandstats are read before and
 after), through a `celery worker` of 2 processes started here (models/s, Redis commands a model).
+Each is run twice in the same session: grouped (envelopes, as `farm thumbnails` sends them) and one
+model a delivery (the baseline), and their ratio printed.
 
 With --shared N, also a tree of N models that share one 1024x1024 texture (as hundreds of units
 share `Textures\X.blp`), in one process, with the per-process decode cache (renderer.assets.cache)
@@ -140,12 +142,44 @@ def _redis_commands(url: str) -> int:
     return sum(int(part.split(b"calls=")[1].split(b",")[0]) for part in data.split(b"\r\n") if b"calls=" in part)
 
 
-def instant_runs(args) -> None:
-    import resource
+def _one_model_a_delivery(on: bool) -> None:
+    """Send one model a delivery (as before envelopes: farm.plan.envelopes) while `on`; the baseline
+    each run measures beside the grouped one."""
+    from farm.thumbs import run as thumbs_run
+
+    real = getattr(thumbs_run, "_bench_real_run_batches", thumbs_run.run_batches)
+    thumbs_run._bench_real_run_batches = real
+    thumbs_run.run_batches = (lambda *a, **kw: real(*a, **{**kw, "group": False})) if on else real
+
+
+def _instant_tree(tmp: Path, n: int) -> tuple[Path, Path]:
+    from renderer.samples import write_samples
+
+    write_samples(tmp / "samples")
+    small = min((tmp / "samples").glob("*.mdx"), key=lambda p: p.stat().st_size)
+    tree = tmp / "tree"
+    for i in range(n):
+        d = tree / f"d{i // 1000:03d}"
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(small, d / f"m{i:06d}.mdx")
+    return tree, small
+
+
+def _celery_worker(env: dict, broker: str, tmp: Path):
     import subprocess
     import uuid
 
-    from renderer.samples import write_samples
+    queue = f"bench-thumbs-{uuid.uuid4().hex[:8]}"
+    wenv = {**env, "FARM_BROKER_URL": broker, "FARM_RESULT_BACKEND": broker, "FARM_QUEUE": queue}
+    os.environ.update(FARM_QUEUE=queue, FARM_RESULT_BACKEND=broker)
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "farm.celery", "worker", "--pool", "prefork",
+                             "--concurrency", "2", "-n", f"{queue}@%h", "-Q", queue, "-l", "warning",
+                             "--without-mingle", "--without-gossip"], env=wenv, cwd=str(tmp),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def instant_runs(args) -> None:
+    import resource
 
     env = {**os.environ, "FARM_RENDERER": "thumbnails:instant",
            "PYTHONPATH": os.pathsep.join([str(ROOT / "bench"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
@@ -155,48 +189,50 @@ def instant_runs(args) -> None:
 
     with tempfile.TemporaryDirectory(prefix="bench-instant-") as tmp:
         tmp = Path(tmp)
-        write_samples(tmp / "samples")
-        small = min((tmp / "samples").glob("*.mdx"), key=lambda p: p.stat().st_size)
-        tree = tmp / "tree"
-        for i in range(args.instant):
-            d = tree / f"d{i // 1000:03d}"
-            d.mkdir(parents=True, exist_ok=True)
-            shutil.copy(small, d / f"m{i:06d}.mdx")
+        tree, small = _instant_tree(tmp, args.instant)
         opts = ThumbnailOptions(size=8, sheet=0, render=ThumbnailOptions().render.replace(msaa=1))
+        figures: dict[tuple[str, str], tuple[float, float, float | None]] = {}
 
-        def run(out: Path, broker: str) -> tuple[float, float, int]:
+        def run(broker: str, mode: str) -> None:
+            _one_model_a_delivery(mode == "one a delivery")
+            before = _redis_commands(args.broker) if broker != "local" else None
             r0 = resource.getrusage(resource.RUSAGE_SELF)
             t0 = time.perf_counter()
-            s = make_thumbnails([tree], out, opts, broker=broker, workers=2, progress=False)
+            s = make_thumbnails([tree], tmp / f"{broker != 'local'}-{mode}", opts, broker=broker, workers=2,
+                                progress=False)
             dt = time.perf_counter() - t0
             r1 = resource.getrusage(resource.RUSAGE_SELF)
-            cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+            _one_model_a_delivery(False)
             assert s.models == args.instant and not s.failed, s.text()
-            return dt, cpu, s.models
+            cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+            used = _redis_commands(args.broker) - before if before is not None else None
+            figures[broker, mode] = (s.models / dt, cpu / s.models * 1e3, None if used is None else used / s.models)
 
-        dt, cpu, n = run(tmp / "local", "local")
-        print(f"instant renderer, {n} one-frame models ({small.name}), local, 2 processes: {dt:.2f} s ="
-              f" {n / dt:.0f} models/s; coordinator CPU {cpu / n * 1e3:.3f} ms a model")
+        def show(label: str, broker: str) -> None:
+            grouped, single = figures[broker, "grouped"], figures[broker, "one a delivery"]
+            for mode, (rate, ms, cmds) in (("grouped", grouped), ("one a delivery", single)):
+                extra = "" if cmds is None else f"; {cmds:.1f} Redis commands a model"
+                print(f"  {label}, {mode}: {rate:.0f} models/s; coordinator CPU {ms:.3f} ms a model{extra}")
+            extra = "" if grouped[2] is None else f", Redis commands {single[2] / grouped[2]:.1f}x fewer"
+            print(f"  {label}, grouped / one a delivery: {grouped[0] / single[0]:.2f}x models/s, coordinator CPU"
+                  f" {single[1] / grouped[1]:.2f}x less a model{extra}")
+
+        print(f"instant renderer, {args.instant} one-frame models ({small.name}), 2 processes; grouped"
+              f" (envelopes of FARM_BATCH_FRAMES) and one model a delivery, measured in this run:")
+        for mode in ("grouped", "one a delivery"):
+            run("local", mode)
+        show("local", "local")
         if not args.broker:
             return
-        queue = f"bench-thumbs-{uuid.uuid4().hex[:8]}"
-        wenv = {**env, "FARM_BROKER_URL": args.broker, "FARM_RESULT_BACKEND": args.broker, "FARM_QUEUE": queue}
-        worker = subprocess.Popen([sys.executable, "-m", "celery", "-A", "farm.celery", "worker", "--pool", "prefork",
-                                   "--concurrency", "2", "-n", f"{queue}@%h", "-Q", queue, "-l", "warning",
-                                   "--without-mingle", "--without-gossip"], env=wenv, cwd=str(tmp),
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = _celery_worker(env, args.broker, tmp)
         try:
-            os.environ.update(FARM_QUEUE=queue, FARM_RESULT_BACKEND=args.broker)
             make_thumbnails([small], tmp / "warm", opts, broker=args.broker, progress=False)  # the worker is up
-            before = _redis_commands(args.broker)
-            dt, cpu, n = run(tmp / "celery", args.broker)
-            used = _redis_commands(args.broker) - before
+            for mode in ("grouped", "one a delivery"):
+                run(args.broker, mode)
         finally:
             worker.terminate()
             worker.wait(30)
-        print(f"  celery, 2 worker processes: {dt:.2f} s = {n / dt:.0f} models/s; coordinator CPU"
-              f" {cpu / n * 1e3:.3f} ms a model; {used / n:.1f} Redis commands a model ({used} in all, INFO"
-              f" commandstats)")
+        show("celery", args.broker)
 
 
 def main() -> int:

@@ -45,11 +45,12 @@ def atomic_write_json(path: str | Path, obj, tmp_dir: str | Path | None = None) 
 
 def json_wide_chunks(obj: dict, wide: str | tuple[str, ...]):
     """`obj` as JSON in pieces, for a document with large members `wide` (a name or several: mappings,
-    such as a comparison's traces, a job's traces and batches): the other members first, by name, then
-    the large ones in the order given; each top-level member on a line, each entry of a large one on a
-    line of its own (compact, by the C encoder; a mapping with a `json_lines()` of its own, such as
-    farm.plan.traces.TraceTable, writes them), so the same data gives the same bytes and a million
-    entries are never one string. ensure_ascii is off as in json_bytes."""
+    such as a comparison's traces, a job's traces and batches; or lists: a thumbnail index's models):
+    the other members first, by name, then the large ones in the order given; each top-level member on
+    a line, each entry of a large one on a line of its own (compact, by the C encoder; a mapping with a
+    `json_lines()` of its own, such as farm.plan.traces.TraceTable, writes them), so the same data
+    gives the same bytes and a million entries are never one string. ensure_ascii is off as in
+    json_bytes."""
     dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
     wide = (wide,) if isinstance(wide, str) else tuple(wide)
     names = sorted(n for n in obj if n not in wide) + [n for n in wide if n in obj]  # the large ones last
@@ -63,6 +64,10 @@ def json_wide_chunks(obj: dict, wide: str | tuple[str, ...]):
             yield f" {dumps(name)}: {{"
             yield from _entry_lines(lines)
             yield "}" + end
+        elif name in wide and isinstance(member, list):
+            yield f" {dumps(name)}: ["
+            yield from _entry_lines(dumps(v) for v in member)
+            yield "]" + end
         else:
             yield f" {dumps(name)}: {dumps(member)}{end}"
     yield "}\n"

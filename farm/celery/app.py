@@ -77,9 +77,11 @@ from farm.environment import check_broker, default_int, env_given, env_int, env_
 from farm.run import worker
 from farm.settings import SettingError
 
-__all__ = ["DEFAULT_QUEUE", "NIGHTLY_QUEUE", "NIGHTLY_TASK", "RENDER_TASK", "app", "beat_schedule", "config_from_env"]
+__all__ = ["DEFAULT_QUEUE", "ENVELOPE_TASK", "NIGHTLY_QUEUE", "NIGHTLY_TASK", "RENDER_TASK", "app", "beat_schedule",
+           "config_from_env"]
 
 RENDER_TASK = "farm.render_batch"  # the task names: what messages name (farm.celery.tasks registers them)
+ENVELOPE_TASK = "farm.render_envelope"  # many small batches in one task (farm.plan.envelopes)
 NIGHTLY_TASK = "farm.nightly"
 DEFAULT_QUEUE = variable_default("FARM_QUEUE")
 NIGHTLY_QUEUE = variable_default("FARM_NIGHTLY_QUEUE")

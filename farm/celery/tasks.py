@@ -1,8 +1,10 @@
-"""The Celery tasks: render one batch (`render_batch_task`), run the nightly job (`nightly_task`).
+"""The Celery tasks: render one batch (`render_batch_task`), the batches of an envelope
+(`render_envelope_task`), run the nightly job (`nightly_task`).
 
 Task names and keyword arguments are part of the wire format ("farm.render_batch" with job_id,
-batch, out, avoid, hops; "farm.nightly" with manifest, reports, goldens, out): workers of this
-version accept messages that earlier versions sent.
+batch, out, avoid, hops; "farm.render_envelope" with job_id, envelope, out, avoid, hops;
+"farm.nightly" with manifest, reports, goldens, out): workers of this version accept messages that
+earlier versions sent.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ import time
 from celery.exceptions import SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 
-from farm.celery.app import NIGHTLY_TASK, RENDER_TASK, app
+from farm.celery.app import ENVELOPE_TASK, NIGHTLY_TASK, RENDER_TASK, app
 from farm.environment import env_given, env_int
 from farm.flows import nightly
 from farm.plan.batches import Batch
+from farm.plan.envelopes import Envelope
 from farm.run import sandbox, worker
-from farm.run.execute import BatchResult, TransientError, render_batch
+from farm.run.execute import BatchResult, TransientError, batch_kind, render_batch, render_envelope
 from farm.store import open_store
 
-__all__ = ["nightly_task", "render_batch_task", "store_for"]
+__all__ = ["nightly_task", "render_batch_task", "render_envelope_task", "store_for"]
 
 log = logging.getLogger("farm.celery")
 MAX_HOPS = 2  # how many times a retried batch is passed on by a worker it failed on
@@ -46,59 +49,113 @@ def store_for(out: str, job_id: str, environ=None) -> str:
     return own
 
 
-@app.task(bind=True, name=RENDER_TASK, acks_late=True, reject_on_worker_lost=True)
-def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | None = None, hops: int = 0) -> dict:
-    """Render one batch into the store; returns its result ({batch, frames})."""
-    conf = self.app.conf
-    host = self.request.hostname or ""
-    avoid = list(avoid or [])
-    if host in avoid and hops < MAX_HOPS:  # failed here before: let another worker take it
-        raise self.retry(kwargs={"job_id": job_id, "batch": batch, "out": out, "avoid": avoid, "hops": hops + 1},
-                         countdown=0.5, max_retries=(self.request.retries or 0) + 1)
-    b = Batch.from_dict(batch)
-    last = [0.0, 0.0]
-    eager = bool(self.request.is_eager)  # run in-process by .apply(): no backend, no events
-    events = bool(conf.worker_send_task_events) and not eager
+class _Reporter:
+    """A task's progress for `farm run` (PROGRESS in the result backend, at most 20 updates a second)
+    and for Flower (a custom "task-progress" event, at most 2 a second); never fails a batch."""
 
-    def on_frame(done: int, total: int, failed: int) -> None:
+    def __init__(self, task, **ids):
+        self.task, self.ids, self.last = task, ids, [0.0, 0.0]
+        self.eager = bool(task.request.is_eager)  # run in-process by .apply(): no backend, no events
+        self.events = bool(task.app.conf.worker_send_task_events) and not self.eager
+        self.where = {"pid": os.getpid(), "hostname": task.request.hostname or ""}
+
+    def __call__(self, done: int, total: int, failed: int, force: bool = False, **more) -> None:
         now = time.monotonic()
-        if eager or (done < total and now - last[0] < 0.05):  # at most 20 updates a second per batch
+        if self.eager or (not force and done < total and now - self.last[0] < 0.05):
             return
-        last[0] = now
-        meta = {"done": done, "total": total, "failed": failed, "batch": b.id, "pid": os.getpid(), "hostname": host}
+        self.last[0] = now
+        meta = {"done": done, "total": total, "failed": failed, **self.ids, **more, **self.where}
         try:
-            self.update_state(state="PROGRESS", meta=meta)  # for `farm run` (result backend)
+            self.task.update_state(state="PROGRESS", meta=meta)  # for `farm run` (result backend)
         except Exception as e:  # noqa: BLE001 - Redis away for a moment: progress must never fail a batch
             log.debug("progress not stored: %s", e)
             return
-        if events and (done == total or now - last[1] >= 0.5):  # for Flower: a custom "task-progress" event
-            last[1] = now
+        if self.events and (done == total or now - self.last[1] >= 0.5):
+            self.last[1] = now
             try:
-                self.send_event("task-progress", **meta)
+                self.task.send_event("task-progress", **meta)
             except Exception as e:  # noqa: BLE001 - monitoring must never fail a batch
                 log.debug("task-progress event not sent: %s", e)
 
+
+def _hop(task, kwargs: dict) -> None:
+    """A task that failed on this worker before (its `avoid` names this host): passed on to another,
+    at most MAX_HOPS times."""
+    host = task.request.hostname or ""
+    if host in (kwargs.get("avoid") or []) and kwargs.get("hops", 0) < MAX_HOPS:
+        raise task.retry(kwargs={**kwargs, "hops": kwargs.get("hops", 0) + 1}, countdown=0.5,
+                         max_retries=(task.request.retries or 0) + 1)
+
+
+def _retry_elsewhere(task, e: TransientError, what: str, kwargs: dict):
+    """A TransientError: the task again after a backoff, preferably on another worker."""
+    conf, host = task.app.conf, task.request.hostname or ""
+    retries = task.request.retries or 0
+    countdown = get_exponential_backoff_interval(conf.farm_retry_backoff, retries, conf.farm_retry_backoff_max,
+                                                 full_jitter=True)
+    log.warning("%s: %s; retry %d in %.1f s, preferably elsewhere", what, e, retries + 1, countdown)
+    return task.retry(exc=e, countdown=countdown, max_retries=conf.farm_task_max_retries,
+                      kwargs={**kwargs, "avoid": sorted(set(kwargs.get("avoid") or []) | {host}), "hops": 0})
+
+
+def _render_one(task, b: Batch, store, job_id: str, location: str, on_frame) -> BatchResult:
+    """One batch: rendered here, or in a confined child (FARM_UNTRUSTED=1: farm.run.sandbox)."""
+    def render(progress) -> BatchResult:
+        return render_batch(b, worker.get_renderer, store, job_id, on_frame=progress,
+                            abort=(SoftTimeLimitExceeded,), max_deliveries=task.app.conf.farm_max_deliveries)
+
+    if sandbox.untrusted():
+        return BatchResult.from_dict(sandbox.confined_batch(b, store, job_id, location,
+                                                            lambda p: render(p).to_dict(times=True), on_frame))
+    return render(on_frame)
+
+
+@app.task(bind=True, name=RENDER_TASK, acks_late=True, reject_on_worker_lost=True)
+def render_batch_task(self, job_id: str, batch: dict, out: str, avoid: list | None = None, hops: int = 0) -> dict:
+    """Render one batch into the store; returns its result ({batch, frames})."""
+    kwargs = {"job_id": job_id, "batch": batch, "out": out, "avoid": list(avoid or []), "hops": hops}
+    _hop(self, kwargs)
+    b = Batch.from_dict(batch)
     try:
         location = store_for(out, job_id)  # a FARM_OUT without the job: retried elsewhere
-        store = open_store(location)
-
-        def render(progress) -> BatchResult:
-            return render_batch(b, worker.get_renderer, store, job_id, on_frame=progress,
-                                abort=(SoftTimeLimitExceeded,), max_deliveries=conf.farm_max_deliveries)
-
-        if sandbox.untrusted():  # FARM_UNTRUSTED=1: rendered in a confined child (farm.run.sandbox)
-            return sandbox.confined_batch(b, store, job_id, location, lambda p: render(p).to_dict(times=True),
-                                          on_frame)
-        result = render(on_frame)
+        result = _render_one(self, b, open_store(location), job_id, location, _Reporter(self, batch=b.id))
     except TransientError as e:
-        retries = self.request.retries or 0
-        countdown = get_exponential_backoff_interval(conf.farm_retry_backoff, retries, conf.farm_retry_backoff_max,
-                                                     full_jitter=True)
-        log.warning("batch %s: %s; retry %d in %.1f s, preferably elsewhere", b.id, e, retries + 1, countdown)
-        raise self.retry(exc=e, countdown=countdown, max_retries=conf.farm_task_max_retries,
-                         kwargs={"job_id": job_id, "batch": batch, "out": out,
-                                 "avoid": sorted(set(avoid) | {host}), "hops": 0}) from e
+        raise _retry_elsewhere(self, e, f"batch {b.id}", kwargs) from e
     return result.to_dict(times=True)  # render times for the coordinator (the store keeps none)
+
+
+@app.task(bind=True, name=ENVELOPE_TASK, acks_late=True, reject_on_worker_lost=True)
+def render_envelope_task(self, job_id: str, envelope: dict, out: str, avoid: list | None = None,
+                         hops: int = 0) -> dict:
+    """Render the batches of an envelope (farm.plan.envelopes) in turn; returns their results together
+    ({envelope, results: [{batch, frames}, ...]}). Each batch ended is also kept where a redelivery
+    and the coordinator find it (BatchKind.keep_result: a thumbnail's result in the store), so a worker
+    lost mid-envelope loses no finished batch and its redelivery renders only the rest."""
+    kwargs = {"job_id": job_id, "envelope": envelope, "out": out, "avoid": list(avoid or []), "hops": hops}
+    _hop(self, kwargs)
+    env = Envelope.from_dict(envelope)
+    report = _Reporter(self, envelope=env.id)
+    total, ended = env.frames, [0, 0]  # frames and failures of the batches ended
+
+    def one(b: Batch) -> BatchResult:
+        def on_frame(done: int, _total: int, failed: int) -> None:
+            report(ended[0] + done, total, ended[1] + failed, batch=b.id)
+
+        return _render_one(self, b, store, job_id, location, on_frame)
+
+    def on_batch(r: BatchResult) -> None:
+        batch_kind(r_kinds[r.batch]).keep_result(store, job_id, r)
+        ended[0] += len(r.frames)
+        ended[1] += r.failed
+
+    r_kinds = {b.id: b.kind for b in env.batches}
+    try:
+        location = store_for(out, job_id)
+        store = open_store(location)
+        results = render_envelope(env.batches, one, store, job_id, on_batch)
+    except TransientError as e:
+        raise _retry_elsewhere(self, e, f"envelope {env.id}", kwargs) from e
+    return {"envelope": env.id, "results": [r.to_dict(times=True) for r in results]}
 
 
 _NIGHTLY_LIMIT = env_int("FARM_NIGHTLY_TIME_LIMIT")  # the table's default (farm.environment.FARM_VARIABLES)

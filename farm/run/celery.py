@@ -2,8 +2,9 @@
 
 Used by farm.run.dispatch when a broker is given (`farm run --broker`, `farm thumbnails
 --broker`, the nightly task), beside the local runner (farm.run.local). It sends batches by task name
-(farm.celery.app.RENDER_TASK) through the worker's app and never imports the tasks (farm.celery.tasks),
-which run the nightly, which runs jobs, which dispatch here.
+(farm.celery.app.RENDER_TASK; with `group`, envelopes of many small batches: ENVELOPE_TASK) through
+the worker's app and never imports the tasks (farm.celery.tasks), which run the nightly, which runs
+jobs, which dispatch here.
 
 Batches the broker lost. A Redis that restarts without its data (no AOF) forgets the batches still
 queued (and their states). After a reconnect, or when Redis's run id changes, the client compares
@@ -28,8 +29,9 @@ from celery import states
 from celery.result import AsyncResult
 from kombu.exceptions import OperationalError
 
-from farm.celery.app import RENDER_TASK, app
+from farm.celery.app import ENVELOPE_TASK, RENDER_TASK, app
 from farm.environment import env_given, env_int, redact_url
+from farm.plan.envelopes import PER_PROCESS, Envelope, envelopes
 from farm.run.errors import RunnerUnavailable
 from farm.run.execute import BatchResult, record_forward
 
@@ -116,6 +118,19 @@ def broker_tasks(queue: str, conn=None) -> dict[str, dict]:
     return dict(_message_task(raw) for raw in raws)
 
 
+def _message_batches(kwargs: dict) -> list[dict]:
+    """The batches (their wire form) a render task's keyword arguments carry: one, or an envelope's."""
+    if isinstance(kwargs.get("batch"), dict):
+        return [kwargs["batch"]]
+    envelope = kwargs.get("envelope") if isinstance(kwargs.get("envelope"), dict) else {}
+    return [b for b in envelope.get("batches") or () if isinstance(b, dict)]
+
+
+def _members(item) -> list:
+    """The batches of what one task carries: an envelope's, or the one batch."""
+    return item.batches if isinstance(item, Envelope) else [item]
+
+
 def _broker_run_id(conn) -> str | None:
     return conn.default_channel.client.info("server").get("run_id")
 
@@ -130,9 +145,9 @@ def in_flight(job_id: str, store, broker: str | None, batch_ids: list[str]) -> d
     found: dict[str, str | None] = {}
     try:
         for task_id, kwargs in broker_tasks(queue).items():
-            batch = kwargs.get("batch") if isinstance(kwargs.get("batch"), dict) else {}
-            if kwargs.get("job_id") == job_id and batch.get("id") in wanted:
-                found[batch["id"]] = task_id
+            for batch in _message_batches(kwargs):
+                if kwargs.get("job_id") == job_id and batch.get("id") in wanted:
+                    found[batch["id"]] = task_id
     except CONNECTION_ERRORS as e:
         raise RunnerUnavailable(f"the broker {redact_url(app.conf.broker_url)} did not answer ({e}); cannot tell"
                                 f" which pending batches are still queued") from None
@@ -169,11 +184,12 @@ class _LostBatches:
             return []
         held = call(broker_tasks, self.queue, self.conn)
         now, lost, missing = time.monotonic(), [], {}
-        for task_id, b in pending.items():
+        for task_id, item in pending.items():
             if task_id in held or metas.get(task_id, {}).get("status") in states.READY_STATES:
                 continue
             since = missing[task_id] = self.missing.get(task_id, now)
-            if since < now and (not self.store.unfinished(self.job_id, b.id) or now - since > self.grace_s):
+            begun = any(self.store.unfinished(self.job_id, b.id) for b in _members(item))
+            if since < now and (not begun or now - since > self.grace_s):
                 lost.append(task_id)
                 del missing[task_id]
         self.missing = missing
@@ -209,13 +225,16 @@ def _failed(store, job_id: str, batch, error: str) -> BatchResult:
 
 
 def run_celery(job_id: str, batches: list, store, broker: str | None, on_result: Callable, progress=None,
-               poll_s: float = 0.2, timeout_s: float | None = None, follow: list | None = None) -> None:
+               poll_s: float = 0.2, timeout_s: float | None = None, follow: list | None = None,
+               group: bool = False) -> None:
     """Send every batch to the workers and wait for all results, feeding `progress` as they run.
 
     `follow` ((task id or None, batch) pairs) are batches already sent and still in flight (`in_flight`):
-    followed, not sent again. A batch that fails as a task (retries exhausted, the hard time limit)
-    fails its frames that were not recorded as done with the task's error. A batch whose worker died
-    is redelivered by the broker and simply takes longer; one the broker lost is sent again.
+    followed, not sent again. `group`: the batches go in envelopes (farm.plan.envelopes), one
+    `farm.render_envelope` task each; each batch's result is still passed on once, by itself. A
+    batch that fails as a task (retries exhausted, the hard time limit) fails its frames that were not
+    recorded as done with the task's error. A batch whose worker died is redelivered by the broker
+    and simply takes longer; one the broker lost is sent again.
     """
     if broker:
         app.conf.broker_url = broker
@@ -230,22 +249,42 @@ def run_celery(job_id: str, batches: list, store, broker: str | None, on_result:
 
     call = _Reconnecting(broker, say, env_int("FARM_BROKER_RETRY_S"))
 
-    def send(b) -> str:
-        r = call(app.send_task, RENDER_TASK, kwargs={"job_id": job_id, "batch": b.to_dict(),
-                                                     "out": store.location}, queue=queue, retry=False)
-        return r.id
+    def send(item) -> str:
+        if isinstance(item, Envelope):
+            task, kwargs = ENVELOPE_TASK, {"job_id": job_id, "envelope": item.to_dict(), "out": store.location}
+        else:
+            task, kwargs = RENDER_TASK, {"job_id": job_id, "batch": item.to_dict(), "out": store.location}
+        return call(app.send_task, task, kwargs=kwargs, queue=queue, retry=False).id
 
     pending = {task_id or f"followed-{b.id}": b for task_id, b in (follow or ())}
-    for b in batches:
-        pending[send(b)] = b
+    # the workers' processes are not known here: a small set is spread as for a pool of 2
+    for item in envelopes(batches, least=2 * PER_PROCESS) if group else batches:
+        pending[send(item)] = item
     lost = _LostBatches(store, job_id, queue, watching=bool(follow))
     try:
-        _follow(job_id, store, pending, on_result, progress, call, lost, send, say, poll_s, timeout_s)
+        _follow(job_id, store, pending, _Once(on_result), progress, call, lost, send, say, poll_s, timeout_s)
     except BaseException:
         log.warning("stopped waiting; %d batch(es) are still queued or running on the workers", len(pending))
         raise
     finally:
         lost.close()
+
+
+class _Once:
+    """`on_result` called once per batch: an envelope's batches may come from the store first, then
+    with the envelope's result."""
+
+    def __init__(self, on_result: Callable):
+        self.on_result, self.seen = on_result, set()
+
+    def __call__(self, result: BatchResult) -> None:
+        if result.batch not in self.seen:
+            self.seen.add(result.batch)
+            self.on_result(result)
+
+    def left(self, item) -> list:
+        """The batches of `item` (an envelope, a batch) whose result has not been passed on."""
+        return [b for b in _members(item) if b.id not in self.seen]
 
 
 def _follow(job_id, store, pending, on_result, progress, call, lost, send, say, poll_s, timeout_s) -> None:
@@ -274,33 +313,52 @@ def _follow(job_id, store, pending, on_result, progress, call, lost, send, say, 
             time.sleep(poll_s)
 
 
-def _from_store(job_id, store, pending, metas, on_result) -> None:
+def _from_store(job_id, store, pending, metas, on_result: _Once) -> None:
     """A batch whose result the backend lost (Redis restarted after the worker stored it, or
-    before) still has its result in the store, written by the worker that ran it."""
-    for task_id, b in list(pending.items()):
+    before) still has its result in the store, written by the worker that ran it; so does each batch
+    of an envelope (BatchKind.keep_result), read once its last batch is there (an envelope still
+    running is left to its task: its result, or its failure, which keeps what it finished)."""
+    for task_id, item in list(pending.items()):
         if metas.get(task_id, {}).get("status") in states.READY_STATES:
             continue
-        found = store.read_batch_result(job_id, b.id)
-        if found and len(found.get("frames", ())) == len(b.keys):
+        last = _members(item)[-1]
+        if isinstance(item, Envelope) and not _complete(store.read_batch_result(job_id, last.id), last):
+            continue
+        for b in on_result.left(item):
+            found = store.read_batch_result(job_id, b.id)
+            if _complete(found, b):
+                on_result(BatchResult.from_dict(found))
+        if not on_result.left(item):
             del pending[task_id]
             metas.pop(task_id, None)
-            on_result(BatchResult.from_dict(found))
 
 
-def _take(job_id, store, task_id, meta, pending, on_result, progress, call) -> None:
-    """One task's state: progress, its result, or its failure."""
-    b = pending[task_id]
+def _complete(found: dict | None, batch) -> bool:
+    """Whether a stored result holds every frame of `batch`."""
+    return bool(found) and len(found.get("frames", ())) == len(batch.keys)
+
+
+def _take(job_id, store, task_id, meta, pending, on_result: _Once, progress, call) -> None:
+    """One task's state: progress, its result (an envelope's: each batch's), or its failure."""
+    item = pending[task_id]
     state = meta.get("status")
     if state == "PROGRESS" and progress is not None:
         info = meta.get("result") or {}
-        if isinstance(info, dict) and info.get("batch") == b.id:
-            progress.update(b.id, info.get("done", 0), info.get("failed", 0))
+        if isinstance(info, dict) and item.id in (info.get("batch"), info.get("envelope")):
+            progress.update(item.id, info.get("done", 0), info.get("failed", 0))
     elif state == "SUCCESS":
         del pending[task_id]
-        on_result(BatchResult.from_dict(meta["result"]))
+        result = meta["result"]
+        if isinstance(item, Envelope) and progress is not None:
+            progress.finish(item.id, 0, 0)  # the envelope's frames are counted again batch by batch
+        for r in result["results"] if isinstance(item, Envelope) else [result]:
+            on_result(BatchResult.from_dict(r))
         call(app.backend.forget, task_id)
     elif state in ("FAILURE", "REVOKED"):
         del pending[task_id]
+        if isinstance(item, Envelope) and progress is not None:
+            progress.finish(item.id, 0, 0)
         exc = meta.get("result")
-        on_result(_failed(store, job_id, b, f"the batch task failed: {type(exc).__name__}: {exc}"))
+        for b in on_result.left(item):
+            on_result(_failed(store, job_id, b, f"the batch task failed: {type(exc).__name__}: {exc}"))
         call(app.backend.forget, task_id)

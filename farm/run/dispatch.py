@@ -2,7 +2,8 @@
 process pool. Jobs (farm.run.jobs) and thumbnails (farm.thumbs.run) both dispatch through here.
 
 Both runners call `on_result(BatchResult)` once per batch, in this process, and feed `progress`
-(farm.run.progress.Progress) as frames finish.
+(farm.run.progress.Progress) as frames finish. With `group`, small batches travel in envelopes
+(farm.plan.envelopes), each batch's result still its own.
 """
 
 from __future__ import annotations
@@ -42,15 +43,17 @@ def _reach(broker: str | None) -> None:
 
 
 def run_batches(job_id: str, batches: list, store, *, broker: str | None, workers: int | None,
-                on_result: Callable[[BatchResult], None], progress=None, follow: list | None = None) -> None:
+                on_result: Callable[[BatchResult], None], progress=None, follow: list | None = None,
+                group: bool = False) -> None:
     """Run `batches` for `job_id` on the runner `broker` names: the URL the caller resolved with
     farm.environment.broker_url, None to run locally (never resolved again here: ``--broker local``
     resolves to None, which must not turn into FARM_BROKER_URL); `follow` ((task id or None, batch)
     pairs, from `in_flight`) are batches already sent and still queued or running: followed to their
-    end, not sent again."""
+    end, not sent again; `group`: many small batches to a delivery (farm.plan.envelopes: one local
+    submission, one Celery task, at most FARM_BATCH_FRAMES frames), each batch's result still its own."""
     _reach(broker)
     where = broker if broker else workers
-    extra = {"follow": follow} if follow else {}
+    extra = {**({"follow": follow} if follow else {}), **({"group": True} if group else {})}
     _runner(mode(broker))(job_id, batches, store, where, on_result, progress, **extra)
 
 

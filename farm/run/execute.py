@@ -26,6 +26,10 @@ Problems that another process or machine may not have (no GL context, the store 
 raise `TransientError`, for the runner to retry elsewhere. Exceptions in `abort` (a Celery soft
 time limit) stop the batch: the frames done so far stay done, the rest fail with that reason.
 
+An envelope (farm.plan.envelopes: many small batches delivered together) is run by
+`render_envelope`: each batch through `render_batch` in turn, its result handed on as it ends; a
+time limit stops the envelope there.
+
 Batch kinds: "frames" (`FRAMES`, below) and those in `BATCH_KINDS` (name -> "module:attribute",
 imported when first used; only names listed there run, since the name may come from a broker).
 
@@ -69,6 +73,7 @@ __all__ = [
     "diag_dict",
     "record_forward",
     "render_batch",
+    "render_envelope",
 ]
 
 # How many times a batch may be started (deliveries) before it is failed without rendering: a
@@ -85,6 +90,7 @@ class BatchResult:
     batch: str
     frames: list[FrameResult]
     attempt: int = 1
+    aborted: str | None = None  # why the delivery was stopped (a time limit): an envelope stops there too
 
     @property
     def failed(self) -> int:
@@ -232,6 +238,11 @@ class BatchKind:
         except OSError as e:
             raise TransientError(f"cannot write the batch result to the store: {e}") from e
 
+    def keep_result(self, store, job_id: str, result: BatchResult) -> None:
+        """A batch of an envelope ended where its result cannot stream to the coordinator (a Celery
+        task: the envelope's results come back together): make it findable in the store, so a
+        redelivered envelope skips it and a lost one does not lose it. Frames: `record` did."""
+
     def record_along(self, store, job_id: str, result: BatchResult) -> None:
         """Record a frame along the way, as soon as its image is stored (Store.record_frames: at once,
         or coalesced in the background where the store's requests cross a network)."""
@@ -279,6 +290,23 @@ def lost_batch(batch: Batch, store, job_id: str, error: str) -> BatchResult:
     failed = BatchResult(batch.id, [kind.failed(k, t, error, None) for k, t in zip(batch.keys, batch.times,
                                                                                   strict=True)])
     return kind.record(store, job_id, failed) or failed
+
+
+def render_envelope(batches: list[Batch], render_one: Callable[[Batch], BatchResult], store, job_id: str,
+                    on_batch: Callable[[BatchResult], None] | None = None) -> list[BatchResult]:
+    """The batches of an envelope (farm.plan.envelopes) in turn, each through `render_one` (render_batch,
+    or its confined form: each with its own delivery count); `on_batch(result)` as each ends. A batch
+    stopped by a time limit (`BatchResult.aborted`) stops the envelope: the batches after it fail
+    with that reason, not rendered (frames a delivery before recorded done stay done: `lost_batch`)."""
+    results: list[BatchResult] = []
+    stop: str | None = None
+    for b in batches:
+        result = lost_batch(b, store, job_id, f"{b.model_rel}: {stop}; not started") if stop else render_one(b)
+        stop = stop or result.aborted
+        results.append(result)
+        if on_batch is not None:
+            on_batch(result)
+    return results
 
 
 def batch_kind(kind: str) -> BatchKind:
@@ -391,7 +419,9 @@ class _Delivery:
                 kept.render_s = round(time.perf_counter() - started, 6)
                 frames.append(kept)
             except abort as e:  # the frames done so far stay done
-                return self.finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
+                stopped = self.finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
+                stopped.aborted = f"batch time limit reached ({type(e).__name__})"
+                return stopped
             except TransientError:
                 raise
             except GLContextError as e:

@@ -252,9 +252,10 @@ class Store:
 
     # --- batches: delivery events
     def begin_batch(self, job_id: str, batch_id: str) -> int:
-        """Count a delivery of a batch by this process; returns which one this is (1 for the first)."""
-        self._event(job_id, batch_id, "x")
-        return self.deliveries(job_id, batch_id)
+        """Count a delivery of a batch by this process; returns which one this is (1 for the first:
+        a file of events that was empty before this one is not read back)."""
+        before = self._event(job_id, batch_id, "x")
+        return 1 if before == 0 else self.deliveries(job_id, batch_id)
 
     def end_batch(self, job_id: str, batch_id: str) -> None:
         """Note that this process's delivery of a batch ended (it did not die in it)."""
@@ -263,14 +264,15 @@ class Store:
     def _attempts_ref(self, job_id: str, batch_id: str) -> str:
         return f"jobs/{job_id}/attempts/{batch_id}"
 
-    def _event(self, job_id: str, batch_id: str, what: str) -> None:
+    def _event(self, job_id: str, batch_id: str, what: str) -> int | None:
+        """Note a delivery event; returns the length of the batch's events file before it (None: objects)."""
         host, pid = delivery_owner()
         ref = self._attempts_ref(job_id, batch_id)
         path = self.objects.file(ref)
         if path is not None:  # one small O_APPEND write per event
-            append_line(path, b"%s %s %d\n" % (what.encode(), host.encode("utf-8", "replace"), pid))
-        else:
-            self.objects.put(f"{ref}/{what}-{secrets.token_hex(8)}-{pid}-{quote(host, safe='')}", b"")
+            return append_line(path, b"%s %s %d\n" % (what.encode(), host.encode("utf-8", "replace"), pid))
+        self.objects.put(f"{ref}/{what}-{secrets.token_hex(8)}-{pid}-{quote(host, safe='')}", b"")
+        return None
 
     def _events(self, job_id: str, batch_id: str) -> list[tuple[str, tuple[str, int]]]:
         """(what, (host, pid)) of each delivery event of a batch, in the order noted (local files) or
@@ -308,7 +310,11 @@ class Store:
         self._map(lambda b: (self.reset_batch(job_id, b), self.remove_batch_result(job_id, b)), batch_ids)
 
     def deliveries_of(self, job_id: str, batch_ids: list[str]) -> dict[str, int]:
-        """`deliveries` of each batch, overlapping where the kind allows."""
+        """`deliveries` of each batch, overlapping where the kind allows (none read in a folder store
+        whose job has no delivery yet: a fresh run's thousands of batches)."""
+        folder = self.objects.file(self._attempts_ref(job_id, "").rstrip("/"))
+        if folder is not None and not folder.is_dir():
+            return dict.fromkeys(batch_ids, 0)
         return dict(zip(batch_ids, self._map(lambda b: self.deliveries(job_id, b), batch_ids), strict=True))
 
     def reset_batch(self, job_id: str, batch_id: str) -> None:

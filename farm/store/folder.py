@@ -49,6 +49,7 @@ class FolderObjects:
         self.root = Path(root).absolute()
         self.tmp = self.root / "tmp"
         self._real: Path | None = None
+        self._inside: dict[Path, bool] = {}  # folder -> whether it is inside the root, resolved once
 
     @property
     def location(self) -> str:
@@ -58,13 +59,24 @@ class FolderObjects:
         return self.root / key
 
     def file(self, key: str) -> Path | None:
-        """The file behind `key` (None when it would leave the folder, through a link or "..")."""
+        """The file behind `key` (None when it would leave the folder, through a link or ".."). Its
+        folder is resolved once (a delivery's events, a batch's result: thousands of keys in a few
+        folders); the file itself is resolved only when it is a link."""
         p = self.root / key
-        try:
-            inside = p.resolve().is_relative_to(self._real_root())
-        except OSError:
-            inside = False
+        inside = self._inside.get(p.parent)
+        if inside is None:
+            inside = self._resolves_inside(p.parent)
+            if p.parent.is_dir():  # one not made yet is resolved again (it may be made a link)
+                self._inside[p.parent] = inside
+        if inside and p.is_symlink():
+            inside = self._resolves_inside(p)
         return p if inside else None
+
+    def _resolves_inside(self, p: Path) -> bool:
+        try:
+            return p.resolve().is_relative_to(self._real_root())
+        except OSError:
+            return False
 
     def _real_root(self) -> Path:
         # resolved once per store, not once per file (a report of 100k traces asks for every image)
@@ -126,11 +138,16 @@ class FolderObjects:
 
     def delete(self, keys: Iterable[str]) -> None:
         """Remove the files, then the folders they leave empty (up to the store's root)."""
-        folders = set()
+        parents = set()
         for key in keys:
             path = self.root / key
             path.unlink(missing_ok=True)
-            folders.update(p for p in path.parents if p != self.root and p.is_relative_to(self.root))
+            parents.add(path.parent)
+        folders: set[Path] = set()
+        for p in parents:  # each folder once, however many files it held
+            while p != self.root and p not in folders and p.is_relative_to(self.root):
+                folders.add(p)
+                p = p.parent
         for folder in sorted(folders, key=lambda p: len(p.parts), reverse=True):
             with contextlib.suppress(OSError):
                 folder.rmdir()

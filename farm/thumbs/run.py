@@ -1,8 +1,9 @@
 """`make_thumbnails`: find the models, render what changed, write thumbnails, sheets and the index.
 
 The coordinator (this process) never loads GL: it hashes the model files, decides what to render,
-sends one "thumbnail" batch per model to the farm's runner (farm.run.local's process pool, or Celery
-workers with a broker: the same worker code either way) and writes everything in the output
+makes one "thumbnail" batch per model and sends them many to a delivery (envelopes of up to
+FARM_BATCH_FRAMES models: farm.plan.envelopes) to the farm's runner (farm.run.local's process pool,
+or Celery workers with a broker: the same worker code either way) and writes everything in the output
 folder itself, from the images the workers return:
 
     DIR/thumbs/<id>.png          one per model that rendered (trace in the PNG text chunk)
@@ -30,6 +31,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import secrets
 import tempfile
 import time
@@ -46,6 +48,7 @@ from farm.run.dispatch import mode, run_batches
 from farm.run.execute import BatchResult
 from farm.run.inputs import INPUT_MODES, publish, travels
 from farm.run.progress import Progress
+from farm.run.sandbox import untrusted
 from farm.settings import RenderSettings, SettingError, check_assets, check_game, check_size
 from farm.store import is_url, open_store
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
@@ -201,13 +204,19 @@ def _animation_options(opts: ThumbnailOptions) -> dict:
     return {"animated": True, "frames": int(opts.frames)} if opts.animated else {}
 
 
-def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str]) -> Batch:
+def _batch(found: Found, digest: str, opts: ThumbnailOptions, assets: list[str],
+           settings: RenderSettings | None = None, write_to: tuple[Path, Path] | None = None) -> Batch:
     """The model's batch: its still (key: the model id), then with --animated one key per animation
-    frame (farm.thumbs.work.animation_keys; the worker picks their times on the chosen sequence)."""
+    frame (farm.thumbs.work.animation_keys; the worker picks their times on the chosen sequence);
+    `settings`: opts.settings(assets), when the caller made them already; `write_to` (the output
+    folder and its temporary folder): the worker writes the still there itself (a local pool)."""
     anim = animation_keys(found.id, int(opts.frames)) if opts.animated else []
+    settings = settings or opts.settings(tuple(assets))
+    write = {"write": {"out": str(write_to[0]), "tmp": str(write_to[1]),
+                       "thumbnail": _thumb_rel(found.id, opts.format)}} if write_to else {}
     return Batch(str(found.path), found.id, digest, opts.sequence, opts.sequence, [opts.time or 0] * (1 + len(anim)),
-                 [found.id, *anim], settings=opts.settings(tuple(assets)), stop_at=str(found.root), kind="thumbnail",
-                 params={"format": opts.format, "time": opts.time,
+                 [found.id, *anim], settings=settings, stop_at=str(found.root), kind="thumbnail",
+                 params={"format": opts.format, "time": opts.time, **write,
                          **({"animated_frames": int(opts.frames)} if opts.animated else {})})
 
 
@@ -279,7 +288,12 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
     try:
         state.load()
         summary.models = len(found)
-        todo, fps = _plan(found, out, opts, state, summary, force, root_folders, extra_assets, retry=retry_failed)
+        # A local pool's workers write the stills into `out` themselves (the same machine: no image
+        # crosses to this process); Celery workers, and confined children (FARM_UNTRUSTED: they write
+        # only the store), send them here.
+        local_write = broker is None and not untrusted()
+        todo, fps = _plan(found, out, opts, state, summary, force, root_folders, extra_assets, retry=retry_failed,
+                          write=local_write)
         # Sheet by sheet (a sheet is drawn as soon as its models are done), largest files first
         # within a sheet (the last models to finish are small ones: less idle time at the end).
         sizes = {f.id: f.size for f in found}
@@ -325,16 +339,18 @@ def _publish(batches: list[Batch], store, inputs: str | None) -> None:
 
 
 def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: Summary, force: bool,
-          root_folders: list[Path], extra_assets: list[Path], retry: bool = False
+          root_folders: list[Path], extra_assets: list[Path], retry: bool = False, write: bool = False
           ) -> tuple[list[Batch], dict[str, str]]:
     """The batches of the models to render (not skipped as up to date, nor as failed for their own
     reason with nothing changed since, unless `retry`; a model that cannot be read is recorded
     failed here: cause "input" for a file the system would not read, "model" for an archive entry that
     cannot be opened (its name, its archive's bytes: farm.thumbs.work.failure_cause's rule)) and every
-    model's options fingerprint."""
+    model's options fingerprint. `write`: the workers write the stills into `out` themselves."""
     todo: list[Batch] = []
+    write_to = (out, state.tmp) if write else None
     fps: dict[str, str] = {}
     seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
+    made: dict[tuple, RenderSettings] = {}  # asset roots -> the settings (checked once, not once a model)
     for f in found:
         assets = asset_roots_for(f, root_folders, extra_assets)
         fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
@@ -358,7 +374,10 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: 
         if not retry and same and rec.get("status") == "failed" and rec.get("cause") == "model":
             summary.kept_failed += 1  # the same bytes, settings and inputs fail the same way
             continue
-        todo.append(_batch(f, digest, opts, assets))
+        key = tuple(assets)
+        if key not in made:
+            made[key] = opts.settings(key)
+        todo.append(_batch(f, digest, opts, assets, made[key], write_to))
     return todo, fps
 
 
@@ -422,7 +441,8 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbSt
             on_recorded(model_id)
 
     try:
-        run_batches(job_id, batches, store, broker=broker, workers=workers, on_result=on_result, progress=bar)
+        run_batches(job_id, batches, store, broker=broker, workers=workers, on_result=on_result, progress=bar,
+                    group=True)
     finally:
         bar.close()
         store.remove_job(job_id)
@@ -440,18 +460,12 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
     rec.update(sha256=info.get("sha256") or digest, options=fp,
                inputs={a["found"]: a["sha256"] for a in info.get("assets") or () if a.get("found") and a.get("sha256")})
     trace = info.get("trace") or {}
-    if frame.status == "done" and image is not None:
-        data = base64.b64decode(image)
-        image_digest = hashlib.sha256(data).hexdigest()
-        if frame.digest and image_digest != frame.digest:
-            frame.status, frame.error = "failed", f"{model_id}: the image arrived damaged (sha256 mismatch)"
-            info["cause"] = "worker"
-    if frame.status == "done" and image is not None:
-        thumb = _thumb_rel(model_id, opts.format)
-        atomic_write(out / thumb, data, state.tmp)
+    thumb = _thumb_rel(model_id, opts.format)
+    image_digest = _thumbnail_in_place(frame, image, info.pop("written", None), out / thumb, state.tmp)
+    if image_digest is not None:
         keyed = f"{DIGEST_FOLDER}/{rec['sha256']}-{fp}.{opts.format}" if rec["sha256"] and fp else None
         if keyed:
-            atomic_write(out / keyed, data, state.tmp)
+            _same_bytes(out / thumb, out / keyed, state.tmp)
         sidecar = None
         if opts.format != "png":
             sidecar = thumb + ".json"
@@ -463,9 +477,43 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
     else:
         rec.update(status="failed", error=frame.error or "failed without a reason", thumbnail=None, sidecar=None,
                    image_sha256=None, digest_thumbnail=None,
-                   cause=info.get("cause") if frame.info else "worker")
+                   cause=frame.info.get("cause") if frame.info else "worker")
     rec.update(_write_animation(result, out, opts, state) if rec["status"] == "done" else _NO_ANIMATION)
     return rec
+
+
+def _thumbnail_in_place(frame, image: str | None, written: str | None, path: Path, tmp: Path) -> str | None:
+    """The sha256 of a model's thumbnail, now at `path`: the image that came (base64), written here,
+    or the one a local worker wrote there itself (`written`: the worker hashed it, on this machine);
+    None when none came, or it came damaged (the frame then fails, cause "worker")."""
+    if frame.status != "done" or (image is None and not written):
+        return None
+    if image is None:
+        return frame.digest
+    data = base64.b64decode(image)
+    digest = hashlib.sha256(data).hexdigest()
+    if frame.digest and digest != frame.digest:
+        frame.status, frame.error = "failed", f"{frame.key}: the image arrived damaged (sha256 mismatch)"
+        frame.info = {**(frame.info or {}), "cause": "worker"}
+        return None
+    atomic_write(path, data, tmp)
+    return digest
+
+
+def _same_bytes(written: Path, path: Path, tmp: Path) -> None:
+    """`path` given the bytes of `written`: a hard link to it, put in place as atomic_write puts a
+    file (no second file written: a thumbnail's digest-keyed copy), else a copy of the bytes."""
+    link = tmp / f".{path.name[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(written, path)  # not there yet (a fresh name): the link is made whole or not at all
+        except FileExistsError:
+            os.link(written, link)
+            os.replace(link, path)
+    except OSError:  # no hard links here (or another file system): the bytes, written again
+        link.unlink(missing_ok=True)
+        atomic_write(path, written.read_bytes(), tmp)
 
 
 _NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}

@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from farm.files import append_json_line, atomic_write_json
+from farm.files import append_json_line, atomic_write, json_wide_bytes
 
 __all__ = ["FILE_KEYS", "FORMAT", "ThumbState", "StateLocked", "fingerprint"]
 
@@ -121,6 +121,6 @@ class ThumbState:
     def compact(self, keep: list[str]) -> None:
         """Write state.json with the records of `keep` (the models found this run) and empty the journal."""
         self.records = {k: self.records[k] for k in keep if k in self.records}
-        atomic_write_json(self.state_path, {"format": FORMAT, "models": self.records, "sheets": self.sheets},
-                          self.tmp)
+        doc = {"format": FORMAT, "models": self.records, "sheets": self.sheets}
+        atomic_write(self.state_path, json_wide_bytes(doc, "models"), self.tmp)  # a model a line, C-encoded
         self.journal_path.unlink(missing_ok=True)

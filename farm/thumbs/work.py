@@ -4,8 +4,10 @@
 their worker processes through the same `render_batch` skeleton as frame batches, with the
 process's renderer (farm.run.worker: one GL context per process, never in the parent). Its result
 is one `FrameResult` whose ``info`` carries the encoded image (base64) and what the index shows,
-so the coordinator alone writes the output folder; workers need to see the models at the same
-paths, not the output folder.
+so the coordinator writes the output folder; workers need to see the models at the same paths, not
+the output folder. A local pool's worker (the batch's ``params["write"]``) writes the still into the
+output folder itself, atomically, and its result names it (``written``) instead of carrying it: the
+coordinator then only links its digest-keyed copy and records it.
 
 Sequence choice (`choose_sequence`): the asked one (case-insensitive, ``renderer.anim.find_sequence``
 rules: "stand" also finds "Stand 1", a string of digits is an index) when the model has it; else
@@ -27,7 +29,9 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from farm.files import atomic_write
 from farm.images import animation_sidecar, blank_reason, encode_animation, encode_image, frame_durations
 from farm.look import blank_warning, default_time, sequence_length
 from farm.plan.batches import Batch
@@ -117,6 +121,19 @@ def model_facts(model) -> dict:
     }
 
 
+def _write_still(where: dict | None, data: bytes) -> str | None:
+    """A local pool's worker writes the still into the output folder itself (`params["write"]`: out,
+    tmp, thumbnail), atomically, so no image crosses to the coordinator; returns the thumbnail's
+    path, or None (not asked, or it cannot write there: the image then travels in the result)."""
+    if not where:
+        return None
+    try:
+        atomic_write(Path(where["out"]) / where["thumbnail"], data, where["tmp"])
+    except (OSError, KeyError, TypeError):
+        return None
+    return where["thumbnail"]
+
+
 class ThumbnailKind(BatchKind):
     """One model, one image: the sequence and time are chosen here (`choose_sequence`,
     `default_time`), the image is encoded and returned in the frame's ``info`` (the coordinator
@@ -157,9 +174,11 @@ class ThumbnailKind(BatchKind):
         reason = blank_reason(frame.rgba)
         blank = None if reason is None else blank_warning(batch.model_rel, model, work.sequence, time_ms, reason,
                                                           batch.model)
+        written = _write_still(batch.params.get("write"), data)
         facts = dict(work.facts, trace=frame.trace, blank=blank, diagnostics=diagnostics[:MAX_DIAGNOSTICS],
                      missing=missing, assets=list(getattr(frame, "assets", []) or []),
-                     diagnostic_count=len(diagnostics), bytes=len(data), image=base64.b64encode(data).decode("ascii"))
+                     diagnostic_count=len(diagnostics), bytes=len(data),
+                     **({"written": written} if written else {"image": base64.b64encode(data).decode("ascii")}))
         return FrameResult(key, time_ms, "done", digest=hashlib.sha256(data).hexdigest(), info=facts)
 
     def _keep_animation(self, batch: Batch, frame, key: str, time_ms: int, work: ThumbnailWork) -> FrameResult:
@@ -184,6 +203,15 @@ class ThumbnailKind(BatchKind):
 
     def record(self, store, job_id: str, result: BatchResult) -> None:
         pass  # the coordinator records what it receives
+
+    def keep_result(self, store, job_id: str, result: BatchResult) -> None:
+        """A model of an envelope that a Celery worker finished: its result (image and facts) kept in
+        the runner's store, where a redelivery finds it done (`done_before`) and the coordinator finds
+        it when the envelope is lost; a worker that cannot write there only loses that."""
+        try:
+            store.write_batch_result(job_id, result.to_dict())
+        except OSError:
+            pass
 
     def record_along(self, store, job_id: str, result: BatchResult) -> None:
         pass  # nor along the way
