@@ -22,7 +22,7 @@ from farm.look import default_time
 from farm.thumbs.run import ThumbnailOptions
 from farm.thumbs.work import choose_sequence
 from renderer.camera import FIT_MARGIN, look_at
-from renderer.formats import FormatError, load_model
+from renderer.formats import FormatError, load, load_model
 from renderer.framing import quad_corners
 from renderer.fx import pre2
 from renderer.model import Extent
@@ -54,14 +54,15 @@ CHARACTERS = (
 PARTICLE_MODELS_AT_LEAST = 12
 
 
-def thumbnail(model, assets=(), **settings) -> np.ndarray:
-    """The RGBA tile `farm thumbnails --size 128` draws of `model` (its sequence, time and settings)."""
+def thumbnail(model, assets=(), context=None, **settings) -> np.ndarray:
+    """The RGBA tile `farm thumbnails --size 128` draws of `model` (its sequence, time and settings;
+    `context`: the one its loader returned, a Halo model's bitmaps)."""
     seq, _ = choose_sequence(model, None)
     rs = ThumbnailOptions(size=SIZE).settings(tuple(map(str, assets)))
     spec = (rs.replace(**settings) if settings else rs).frame_spec(seq, default_time(model, seq))
     r = renderer()
     try:
-        return r.render(model, spec).rgba
+        return r.render(model, spec, context=context).rgba
     finally:
         r.forget(model)
 
@@ -101,10 +102,10 @@ def corpus_tiles():
     out = {}
     for path in sorted({p for pat in MODEL_PATTERNS for p in CORPUS.rglob(pat)}):
         try:
-            model = load_model(path)
+            model, context = load(path)
         except FormatError:
             continue  # the corpus's negative fixtures
-        out[path.relative_to(CORPUS).as_posix()] = (model, thumbnail(model, [path.parent]))
+        out[path.relative_to(CORPUS).as_posix()] = (model, thumbnail(model, [path.parent], context=context))
     return out
 
 

@@ -77,9 +77,10 @@ def max_frames(environ=None) -> int:
     return env_int("FARM_MAX_FRAMES", environ=environ)
 
 
-# What the coordinator holds per planned frame at its peak (the plan, the job state and writing the job
-# document), measured by bench/scale.py (bench/README.md): the memory check's unit.
-PLAN_BYTES_PER_FRAME = 2400
+# What the coordinator holds per planned frame at its peak (the plan, the job state in columns, writing
+# the job document in pieces, the run), measured by bench/scale.py --job-only at 1M frames (509 MB,
+# bench/README.md) with a margin: the memory check's unit.
+PLAN_BYTES_PER_FRAME = 800
 
 
 def _meminfo_available(path: str = "/proc/meminfo") -> int | None:

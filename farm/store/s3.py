@@ -59,9 +59,8 @@ from pathlib import Path
 
 from farm.store.documents import StoreError
 from farm.store.domain import Store
-from farm.store.mirror import TreeMirror
 
-__all__ = ["MAX_ATTEMPTS", "PARALLEL", "S3Objects", "S3Store", "TreeMirror", "parse_s3_url"]
+__all__ = ["MAX_ATTEMPTS", "PARALLEL", "S3Objects", "S3Store", "parse_s3_url"]
 
 MAX_ATTEMPTS = 10  # attempts of a request (AWS_MAX_ATTEMPTS when set); backoff min(random * 2**n, 20) s between
 TRANSIENT = {"SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "InternalError", "ServiceUnavailable",

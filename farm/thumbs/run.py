@@ -51,6 +51,7 @@ from farm.run.progress import Progress
 from farm.run.sandbox import untrusted
 from farm.settings import RenderSettings, SettingError, check_assets, check_game, check_size
 from farm.store import is_url, open_store
+from farm.store.mirror import TreeMirror
 from farm.thumbs.find import Found, asset_roots_for, find_models, root_labels
 from farm.thumbs.index import ENTRY_KEYS, FORMAT, write_index
 from farm.thumbs.sheets import SHEET_VERSION, draw_sheet, sheet_bytes
@@ -403,8 +404,6 @@ def _into_store(url: str, make) -> Summary:
     the index; files gone are deleted. A lock object keeps two runs from writing one prefix. The
     runner's store is PREFIX/.farm itself (`runner`): workers that see only the bucket count their
     deliveries there and fetch the travelling inputs (farm.run.inputs) from it; neither is copied."""
-    from farm.store.s3 import TreeMirror  # lazily: boto3 is needed only for an s3:// output
-
     mirror = TreeMirror(open_store(url))
 
     def skip(rel: str) -> bool:
