@@ -78,6 +78,8 @@ def test_a_trace_view_writes_through_and_deletes():
         del table[key]["attempts"]
     table[key]["missing"].append("b.blp")  # a copy: the row is not changed behind the table's back
     assert table[key]["missing"] == ["a.blp"]
+    table[key] = table[key]  # a row given to itself stays whole
+    assert table[key]["missing"] == ["a.blp"] and table[key]["digest"] == DIGEST
     del table[key]
     assert key not in table and len(table) == 19 and key not in table.keys_where("status", "done")
     table[key] = {"status": "pending"}

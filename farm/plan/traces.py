@@ -91,6 +91,8 @@ class TraceTable(MutableMapping):
         return Trace(self, self._rows[key])
 
     def __setitem__(self, key: str, fields: Mapping) -> None:
+        if isinstance(fields, Trace):  # a row of a table (this one's own, even): its fields first
+            fields = dict(fields)
         row = self._rows.get(key)
         if row is None:
             row = self._rows[key] = self._new_row(key)
