@@ -309,13 +309,18 @@ def test_retry_pending_while_queued_renders_each_frame_once(redis_server, tmp_pa
     env = _counting_env(redis_server.url, tmp_path, FARM_BATCH_FRAMES="20", FARM_SYNTHETIC_DELAY_MS="5")
     out = tmp_path / "out"
     run = _farm(["run", str(manifest), "--out", str(out), "--broker", redis_server.url, "--no-compare",
-                 "--no-progress"], env, tmp_path)
+                 "--no-progress"], {**env, "PYTHONFAULTHANDLER": "1"}, tmp_path)
     import redis
 
     r = redis.Redis.from_url(redis_server.url)
     _wait_for(lambda: r.llen("faults") == 10, 60, "the batches were not sent")
     run.send_signal(signal.SIGINT)  # `farm run` interrupted; no worker has started yet
-    run.communicate(timeout=90)  # 30 s ran out once, in a fresh clone's suite beside a benchmark (load 5+)
+    try:
+        run.communicate(timeout=90)
+    except subprocess.TimeoutExpired:  # it hung (2 fresh-clone suites in 3): say where, every thread of it
+        run.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: the tracebacks on stderr
+        outs, errs = run.communicate(timeout=30)
+        pytest.fail(f"the interrupted farm run did not end in 90 s; its threads:\n{errs[-20000:]}")
     job_id = _job(out)["job"]
     retry = _farm(["retry", job_id, "--pending", "--out", str(out), "--broker", redis_server.url, "--no-progress"],
                   env, tmp_path)
