@@ -26,9 +26,9 @@ from pathlib import Path
 
 from renderer.files import atomic_write
 
-__all__ = ["append_json_line", "append_line", "atomic_write", "atomic_write_json", "file_digest", "json_bytes",
-           "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks", "json_wide_encoded", "read_json_lines",
-           "read_json_lines_at", "read_wide_json", "write_chunks"]
+__all__ = ["append_json_line", "append_line", "atomic_write", "atomic_write_json", "encoded", "file_digest",
+           "json_bytes", "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks", "json_wide_encoded",
+           "read_json_lines", "read_json_lines_at", "read_wide_json", "write_chunks"]
 
 log = logging.getLogger("farm.files")
 
@@ -154,23 +154,29 @@ def json_mapping_chunks(items):
     yield "}\n"
 
 
+def encoded(chunks):
+    """Text pieces as UTF-8 bytes pieces, a name from bytes that are not UTF-8 as its escape
+    (json_bytes' "backslashreplace")."""
+    return (chunk.encode("utf-8", "backslashreplace") for chunk in chunks)
+
+
 def json_wide_bytes(obj: dict, wide: str) -> bytes:
     """`json_wide_chunks` as one document's bytes (an object store's PUT): about 7x faster to write
     than json_bytes' indented pure-Python encoding, and reads back the same."""
     return "".join(json_wide_chunks(obj, wide)).encode("utf-8", "backslashreplace")
 
 
-def json_wide_encoded(obj: dict, wide: str):
+def json_wide_encoded(obj: dict, wide: str | tuple[str, ...]):
     """`json_wide_chunks` as bytes chunks (the same bytes as json_wide_bytes, never held whole: a
-    store that takes pieces writes them as they come, farm.store's put_artefact)."""
-    return (chunk.encode("utf-8", "backslashreplace") for chunk in json_wide_chunks(obj, wide))
+    store that takes pieces writes them as they come, farm.store's put_artefact and write_job)."""
+    return encoded(json_wide_chunks(obj, wide))
 
 
 def write_chunks(path: str | Path, chunks) -> None:
     """Write the text of `chunks` (an iterable of str) to `path` as atomic_write does (a document too
     large to hold as one string); UTF-8, a name from bytes that are not UTF-8 as its escape
     (json_bytes' "backslashreplace")."""
-    atomic_write(path, (chunk.encode("utf-8", "backslashreplace") for chunk in chunks))
+    atomic_write(path, encoded(chunks))
 
 
 def file_digest(path: str | Path) -> str:

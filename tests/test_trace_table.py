@@ -42,7 +42,7 @@ def test_a_table_reads_back_every_trace_as_written_with_its_types():
     table = TraceTable(plain)
     assert len(table) == len(plain) and list(table) == list(plain)
     for key, t in plain.items():
-        got = table.plain(key)
+        got = dict(table[key])
         assert got == t
         assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in t.items()}, key
         assert dict(table[key]) == t and table[key] == t
@@ -59,8 +59,8 @@ def test_a_block_taken_at_once_is_the_table_taken_a_trace_at_a_time():
     at_once.add({k: plain[k] for k in keys[200:]})
     assert list(at_once) == keys
     for k in keys:
-        got = at_once.plain(k)
-        assert got == one_by_one.plain(k) == plain[k], k
+        got = dict(at_once[k])
+        assert got == dict(one_by_one[k]) == plain[k], k
         assert {n: type(v) for n, v in got.items()} == {n: type(v) for n, v in plain[k].items()}, k
 
 
@@ -152,7 +152,7 @@ def test_the_store_reads_a_job_a_line_at_a_time_into_a_table(tmp_path):
     assert raw.count(b"\n") > 200 and json.loads(raw) == doc  # one trace a line, and plain JSON
     table = TraceTable()
     got = store.read_job("j", traces=table)
-    assert got["traces"] is table and {k: table.plain(k) for k in table} == doc["traces"]
+    assert got["traces"] is table and {k: dict(table[k]) for k in table} == doc["traces"]
     assert got["batches"] == doc["batches"] and got["runs"] == []
     key = next(iter(table))
     assert got["batches"][table[key]["batch"]]["keys"][0] is key  # one string, not two
@@ -165,7 +165,7 @@ def test_an_older_indented_job_document_still_reads(tmp_path):
     (tmp_path / "out" / "jobs" / "j.json").write_bytes(json_bytes(doc))
     table = TraceTable()
     got = store.read_job("j", traces=table)
-    assert {k: table.plain(k) for k in table} == doc["traces"] and got["batches"] == doc["batches"]
+    assert {k: dict(table[k]) for k in table} == doc["traces"] and got["batches"] == doc["batches"]
 
 
 def test_a_damaged_trace_line_is_named_and_a_cut_document_is_not_json(tmp_path):

@@ -215,10 +215,6 @@ class TraceTable(MutableMapping):
         pairs = zip(self._shared[name], self._shared[where], strict=True)
         return {values[n] for n, w in pairs if w == number and n >= 0}
 
-    def plain(self, key: str) -> dict:
-        """One trace as a plain dict (a copy)."""
-        return self._row_dict(self._rows[key])
-
     def json_lines(self, sort: bool = True) -> Iterator[str]:
         """Each trace as ``"key": {fields}`` (compact JSON, sorted fields; in key order when `sort`):
         the lines of a document's wide member (farm.files.json_wide_chunks' form)."""

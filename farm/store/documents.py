@@ -123,11 +123,15 @@ def check_job(doc) -> str | None:
         return f"'runs' must be an array, not {_kind(doc['runs'])}"
     if not _fits(doc.get("log"), (int, None)):
         return f"'log' must be an integer (the last log record it holds), not {_kind(doc.get('log'))}"
-    for key, trace in doc["traces"].items():
-        problem = check_job_trace(key, trace)
-        if problem:
-            return problem
-    return None
+    return check_job_traces(doc["traces"])
+
+
+def check_job_traces(traces: dict) -> str | None:
+    """What is wrong with the first wrong trace of a job document (or a block of its traces), or None:
+    the traces looked over in one pass, a million of them read back in blocks (farm.store.domain)."""
+    wrong = next((k for k, t in traces.items() if not isinstance(t, dict) or t.get("status") not in TRACE_STATUSES),
+                 None)
+    return None if wrong is None else check_job_trace(wrong, traces[wrong])
 
 
 def check_job_trace(key: str, trace) -> str | None:

@@ -62,22 +62,16 @@ from farm.files import (
     append_json_line,
     append_line,
     atomic_write,
+    encoded,
     json_bytes,
     json_mapping_chunks,
-    json_wide_chunks,
+    json_wide_encoded,
     read_json_lines,
     read_wide_json,
 )
 from farm.store.along import Along
 from farm.store.base import Objects, checked_input, delivery_owner, input_ref, merge_batch_results, open_deliveries
-from farm.store.documents import (
-    TRACE_STATUSES,
-    StoreError,
-    check_batch_result,
-    check_job,
-    check_job_trace,
-    read_document,
-)
+from farm.store.documents import StoreError, check_batch_result, check_job, check_job_traces, read_document
 
 __all__ = ["CAS_ATTEMPTS", "Store"]
 
@@ -105,8 +99,9 @@ def _checked_into(traces: MutableMapping, doc: _Doc):
     """`put(entries)` for read_wide_json: each trace checked as check_job checks them, then kept (a
     TraceTable takes a block at once)."""
     def put(entries: dict) -> None:
-        for key in [k for k, t in entries.items() if type(t) is not dict or t.get("status") not in TRACE_STATUSES]:
-            raise StoreError(f"{doc}: {check_job_trace(key, entries[key])}")
+        problem = check_job_traces(entries)
+        if problem:
+            raise StoreError(f"{doc}: {problem}")
         (traces.add if hasattr(traces, "add") else traces.update)(entries)
     return put
 
@@ -395,10 +390,7 @@ class Store:
     def write_job(self, job_id: str, state: dict) -> None:
         """The job's document, one trace a line (`json_wide_chunks`; a reader may take it a line at a
         time), written in pieces where the kind has local files: never one string of a million traces."""
-        self._put_text(self.job_ref(job_id), json_wide_chunks(state, ("traces", "batches")))
-
-    def _put_text(self, key: str, chunks) -> None:
-        self._put_pieces(key, (chunk.encode("utf-8", "backslashreplace") for chunk in chunks))
+        self._put_pieces(self.job_ref(job_id), json_wide_encoded(state, ("traces", "batches")))
 
     def _put_pieces(self, key: str, data) -> None:
         """Put bytes, or an iterable of bytes pieces: written as they come where the objects take pieces
@@ -493,7 +485,7 @@ class Store:
     def write_index(self, job_id: str, index) -> None:
         """The job's index (trace key -> image digest): a mapping, or (key, digest) pairs in key order."""
         pairs = sorted(index.items()) if isinstance(index, dict) else index
-        self._put_text(f"jobs/{job_id}/index.json", json_mapping_chunks(pairs))
+        self._put_pieces(f"jobs/{job_id}/index.json", encoded(json_mapping_chunks(pairs)))
 
     def read_index(self, job_id: str) -> dict:
         try:
