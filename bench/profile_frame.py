@@ -4,9 +4,18 @@ does next with the frame, encoding it as PNG (ours, and Pillow's encoder for com
 ratio of our encoding to the frame's render (issue 27: at most a third).
 
     .venv/bin/python bench/profile_frame.py [--size 512] [--frames 30]
+    .venv/bin/python bench/profile_frame.py --batch [--frames 30] [--rounds 5] [--split]
 
 The phases are timed inside one `Renderer.render` by wrapping its steps (the renderer itself is
 unchanged); the bare GL floor of bench/render.py is printed next to them. Medians of --frames.
+
+`--batch` (issue 37 item 1): a batch of --frames animated frames per row (the sample models at 256
+and 512, corpus OrcMale and Ghost at 256), each frame rendered and kept as a worker keeps it (PNG,
+store write, blank check), two ways alternated --rounds times in one process: one frame at a time
+(render, then keep) and as a batch runs them (`render(then=next)`, the keep behind the render thread
+through farm.run.behind; inline where the farm has no farm.run.behind, as before issue 37). Prints
+the median wall and CPU ms per frame (CPU: every thread of the process, llvmpipe's too) and the
+ratio one-at-a-time / batch. `--split`: where the render thread's time goes in the batch way.
 """
 
 from __future__ import annotations
@@ -75,11 +84,141 @@ def encode_ms(frame, rounds: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def batch_rows(samples: Path) -> list[tuple[str, Path, tuple, int]]:
+    """(label, model path, asset roots, size) of the --batch table."""
+    rows = [(p.stem, p, (), size) for size in (256, 512) for p in sorted(samples.glob("*.mdx"))]
+    for name, rel, assets in MODELS[:2]:  # OrcMale, Ghost
+        if (CORPUS / rel).is_file():
+            rows.append((name, CORPUS / rel, (str(CORPUS / assets),) if assets else (), 256))
+    return rows
+
+
+def keeper(store):
+    """What a worker does with a frame (farm.run.execute.FRAMES.keep's work): PNG, store, blank check."""
+    from farm.images import blank_reason
+    from renderer.png import png_bytes
+
+    def keep(frame):
+        return store.put_image(png_bytes(frame.rgba, frame.trace)), blank_reason(frame.rgba)
+    return keep
+
+
+def one_batch(r: Renderer, model, specs: list, keep, behind) -> tuple[float, float]:
+    """(wall s, CPU s) of a batch: one at a time when `behind` is None, else rendered ahead with the
+    keep behind (farm.run.behind.Behind, or inline: 0)."""
+    r.reset_effects()
+    wall, cpu = time.perf_counter(), time.process_time()
+    for i, spec in enumerate(specs):
+        if behind is None:
+            keep(r.render(model, spec))
+            continue
+        frame = r.render(model, spec, then=specs[i + 1] if i + 1 < len(specs) else None)
+        if behind == 0:
+            keep(frame)
+            continue
+        behind.put(i, keep, frame)
+        while (due := behind.due()) is not None:
+            _ = due.result
+            behind.pop()
+    while behind not in (None, 0) and (due := behind.due(True)) is not None:
+        _ = due.result
+        behind.pop()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def batch_table(args) -> int:
+    import tempfile
+
+    from farm.store import FolderStore
+    from renderer.samples import write_samples
+
+    try:  # the keep behind the render thread (issue 37); before it, inline
+        from farm.run.behind import Behind
+    except ImportError:
+        Behind = None  # noqa: N806
+    split = _split_timers() if args.split else None
+    tmp = Path(tempfile.mkdtemp(prefix="profile-batch-"))
+    write_samples(tmp / "samples")
+    keep = keeper(FolderStore(tmp / "store"))
+    r = Renderer()
+    print(f"{args.frames} animated frames a batch, {args.rounds} rounds alternated, medians; keep behind:"
+          f" {'farm.run.behind' if Behind else 'inline (no farm.run.behind)'}")
+    print(f"{'model':<14}{'size':>5}{'alone wall':>11}{'cpu':>7}{'batch wall':>11}{'cpu':>7}{'wall x':>8}{'cpu x':>7}"
+          "  (ms a frame)" + ("   batch render thread: " + " ".join(SPLIT) if split else ""))
+    for label, path, assets, size in batch_rows(tmp / "samples"):
+        model = load_model(path)
+        seq = model.sequences[0].interval if model.sequences else (0, 0)
+        length = max(1, seq[1] - seq[0])
+        specs = [FrameSpec(width=size, height=size, time_ms=(i * 33) % length, assets=assets)
+                 for i in range(args.frames)]
+        one_batch(r, model, specs[:3], keep, None)  # warm: buffers, textures, shaders
+        alone, ahead = [], []
+        for _ in range(args.rounds):
+            alone.append(one_batch(r, model, specs, keep, None))
+            behind = Behind() if Behind else 0
+            if split:
+                split.clear()
+            ahead.append(one_batch(r, model, specs, keep, behind))
+            if behind:
+                behind.close()
+        n = args.frames
+        aw, ac = (statistics.median(x[i] for x in alone) / n * 1e3 for i in (0, 1))
+        bw, bc = (statistics.median(x[i] for x in ahead) / n * 1e3 for i in (0, 1))
+        parts = "   " + " ".join(f"{sum(split.get(k, [])) / n * 1e3:.2f}" for k in SPLIT) if split else ""
+        print(f"{label:<14}{size:>5}{aw:>11.2f}{ac:>7.2f}{bw:>11.2f}{bc:>7.2f}{aw / bw:>7.2f}x{ac / bc:>6.2f}x{parts}")
+        r.forget(model)
+    r.close()
+    return 0
+
+
+SPLIT = ("pose", "issue", "wait", "keep")
+
+
+def _split_timers() -> dict:
+    """Wrap the render thread's steps (posing, issuing draws, waiting for the read-back, a keep run
+    inline) to sum their time per frame of the last batch way round."""
+    import threading
+
+    import renderer.gl.framebuffer as fbm
+    import renderer.scene as scene
+
+    spent: dict[str, list[float]] = {}
+
+    def wrap(owner, attr, name):
+        real = getattr(owner, attr, None)
+        if real is None:
+            return
+
+        def run(*a, **k):
+            if threading.current_thread() is not threading.main_thread():
+                return real(*a, **k)
+            t = time.perf_counter()
+            try:
+                return real(*a, **k)
+            finally:
+                spent.setdefault(name, []).append(time.perf_counter() - t)
+        setattr(owner, attr, run)
+
+    wrap(Renderer, "_pose", "pose")
+    wrap(scene, "draw_model", "issue")
+    wrap(fbm.Framebuffer, "finish_read", "wait")  # after issue 37
+    wrap(fbm.Framebuffer, "read_rgba", "wait")  # before it
+    import renderer.png as png
+
+    wrap(png, "encode_png", "keep")
+    return spent
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--size", type=int, default=512)
     ap.add_argument("--frames", type=int, default=30)
+    ap.add_argument("--batch", action="store_true", help="the batch table of issue 37 (see the docstring)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--split", action="store_true", help="with --batch: the render thread's time, split")
     args = ap.parse_args()
+    if args.batch:
+        return batch_table(args)
     from OpenGL import GL
 
     import renderer.scene as scene

@@ -139,7 +139,7 @@ class Renderer:
         self.assets = tuple(assets)
         self.game = tuple(game) if isinstance(game, (list, tuple)) else (game,) if game else ()
         self.stop_at = stop_at
-        self._fb = None  # ((width, height, samples), Framebuffer) of the last frame
+        self._frames = None  # renderer.gl.inflight.InFlight: the framebuffers of the frames in flight
         self._ctx = None
         self._program = None
         self._palette = None
@@ -186,7 +186,7 @@ class Renderer:
 
     def forget(self, model: Model) -> None:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
-        self._ahead = None
+        self._drop_ahead()
         for key in [k for k in self._models if k[0] == id(model)]:
             self._models.pop(key).delete()
         self._memos.pop(id(model), None)
@@ -257,7 +257,7 @@ class Renderer:
 
     def reset_effects(self) -> None:
         """Drop every running particle/ribbon simulation: the next frame simulates from t = 0."""
-        self._ahead = None
+        self._drop_ahead()
         self.effects.reset()
 
     def render(self, model: Model, spec: FrameSpec, model_digest: str | None = None, *,
@@ -265,11 +265,13 @@ class Renderer:
         """Draw and read back one frame of `model` in `context` (where it came from and how its
         inputs are found, renderer.context: what `renderer.formats.load` returned with it; None: the
         one it was last drawn in, else the one its path names, renderer.formats.context_of). `then`:
-        the frame the caller asks for next (same model and digest; a batch's next time). It is posed
-        while this frame rasterises (llvmpipe's threads work from the flush on) and its draws are
-        issued once this frame is read back, so the caller's own work on this frame (encoding,
-        storing) overlaps the next frame's rasterising; the call `render(model, then, model_digest)`
-        that follows only reads it back. The bytes are those of a frame rendered alone
+        the frame the caller asks for next (same model and digest; a batch's next time). Every frame's
+        read-back is asynchronous (a pixel buffer object and a fence: Framebuffer.start_read), so
+        `then` is posed and issued into a second framebuffer while this frame rasterises (llvmpipe's
+        threads work from the flush on), and only then is this frame's fence waited on: two frames in
+        flight (renderer.gl.inflight), and the caller's own work on this frame (encoding, storing)
+        overlaps the next frame's rasterising; the call `render(model, then, model_digest)` that
+        follows only reads it back. The bytes are those of a frame rendered alone
         (tests/test_pipeline.py). An exception while preparing `then` is raised by that next call; a
         next call for another frame drops what was prepared."""
         self._adopt(model, context)
@@ -279,14 +281,22 @@ class Renderer:
                 raise ahead.error
             drawn = ahead.drawn
         else:
+            _cancel(ahead)
             drawn = self._issue(self._prepare(model, spec, model_digest))
-        posed = None if then is None else _Ahead.attempt(model, then, model_digest,
-                                                         lambda: self._prepare(model, then, model_digest))
-        frame = self._finish(drawn)
-        if posed is not None and posed.error is None:
-            posed = _Ahead.attempt(model, then, model_digest, lambda: self._issue(posed.drawn))
+        posed = None if then is None else _Ahead.attempt(
+            model, then, model_digest, lambda: self._issue(self._prepare(model, then, model_digest)))
+        try:
+            frame = self._finish(drawn)
+        except BaseException:
+            _cancel(posed)
+            raise
         self._ahead = posed
         return frame
+
+    def _drop_ahead(self) -> None:
+        """Forget the frame prepared for the next call (its read-back in flight too)."""
+        ahead, self._ahead = self._ahead, None
+        _cancel(ahead)
 
     def _prepare(self, model: Model, spec: FrameSpec, model_digest: str | None) -> _Drawn:
         """Everything of a frame that is not GL drawing: pose, effects, camera, lights (the CPU part)."""
@@ -297,9 +307,9 @@ class Renderer:
         return _Drawn(model, spec, digest, seq, camera, gpu, pose, fx, lights, notes)
 
     def _issue(self, d: _Drawn) -> _Drawn:
-        """Clear and issue the frame's draws, then flush: llvmpipe rasterises while the caller goes on."""
+        """Clear and issue the frame's draws, then start its read-back (Framebuffer.start_read, which
+        flushes): llvmpipe rasterises and reads it back while the caller goes on."""
         # GL side: imported when a frame is drawn (`import renderer` stays light)
-        from renderer.gl.calls import fast
         from renderer.gl.model_program import ModelProgram
         from renderer.gl.resources import PaletteBuffer
         from renderer.scene import FrameDraw, draw_model
@@ -323,9 +333,9 @@ class Renderer:
                 d.stats = self._draw_effects(d.fx, d.gpu, d.pose, draw)
             if spec.events == "model" and d.model.event_objects:
                 self._draw_events(d.gpu, d.pose, draw)
-            fast().glFlush()
-        except BaseException:  # a frame that failed half-way: start the next one on a fresh framebuffer
-            self._drop_framebuffer()
+            fb.start_read()
+        except BaseException:  # a frame that failed half-way: the next one starts on a fresh framebuffer
+            self._frames.drop(fb)
             raise
         d.fb = fb
         return d
@@ -333,11 +343,11 @@ class Renderer:
     def _finish(self, d: _Drawn) -> Frame:
         """Read the issued frame back; its trace, diagnostics and asset records."""
         try:
-            if d.fb is not self._current_framebuffer():
+            if d.fb.deleted or not d.fb.reading:
                 raise RuntimeError("the frame's framebuffer was replaced before it was read back")
-            rgba = d.fb.read_rgba()
+            rgba = d.fb.finish_read()
         except BaseException:
-            self._drop_framebuffer()
+            self._frames.drop(d.fb)
             raise
         if d.stats is not None:
             self.effects.last_stats = d.stats
@@ -361,27 +371,14 @@ class Renderer:
         return lights, notes
 
     def _framebuffer(self, width: int, height: int, samples: int):
-        """The framebuffer of the last frame when it has this size and MSAA, else a new one: a batch
-        of frames of one size allocates its renderbuffers once (every frame clears all of it)."""
-        # GL side: imported when a frame is drawn (`import renderer` stays light)
-        from renderer.gl.framebuffer import Framebuffer
+        """A framebuffer of this size and MSAA with no read-back in flight (renderer.gl.inflight: a batch
+        of frames of one size allocates its two framebuffers once; every frame clears all of it)."""
+        if self._frames is None:
+            # GL side: imported when a frame is drawn (`import renderer` stays light)
+            from renderer.gl.inflight import InFlight
 
-        key = (int(width), int(height), int(samples))
-        if self._fb is not None and self._fb[0] == key:
-            return self._fb[1]
-        self._drop_framebuffer()
-        fb = Framebuffer(width, height, samples)
-        self._fb = (key, fb)
-        return fb
-
-    def _current_framebuffer(self):
-        return None if self._fb is None else self._fb[1]
-
-    def _drop_framebuffer(self) -> None:
-        self._ahead = None  # what was issued into it is gone too
-        if self._fb is not None:
-            fb, self._fb = self._fb[1], None
-            fb.delete()
+            self._frames = InFlight()
+        return self._frames.get(width, height, samples)
 
     def _with_effect_programs(self, draw):
         """`draw` with the effects' GL programs (made on the first frame that has effects or events)."""
@@ -480,8 +477,10 @@ class Renderer:
         self.close()
 
     def close(self) -> None:
-        self._ahead = None
-        self._drop_framebuffer()
+        self._drop_ahead()
+        if self._frames is not None:
+            self._frames.close()
+            self._frames = None
         for gpu in self._models.values():
             gpu.delete()
         self._models.clear()
@@ -558,6 +557,12 @@ class _Ahead:
 
     def serves(self, model: Model, spec: FrameSpec, model_digest: str | None) -> bool:
         return self.model is model and self.model_digest == model_digest and self.spec == spec
+
+
+def _cancel(ahead: _Ahead | None) -> None:
+    """A prepared frame that will not be read: its framebuffer's read-back is forgotten (it is free again)."""
+    if ahead is not None and ahead.drawn is not None and ahead.drawn.fb is not None:
+        ahead.drawn.fb.cancel_read()
 
 
 @dataclass(eq=False)

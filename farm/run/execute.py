@@ -45,10 +45,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from farm.environment import default_int
 from farm.images import blank_reason
 from farm.plan.batches import Batch, find_sequence
+from farm.run.behind import KEEP_BEHIND, Behind
 from farm.run.budget import Budgets, frame_deadline, over_budget
 from farm.run.inputs import read_batch_model
 from farm.store.base import delivery_owner
@@ -354,6 +356,7 @@ class _Delivery:
     on_frame: Callable[[int, int, int], None] | None
     frames: list[FrameResult] = field(default_factory=list)
     work: Work | None = None
+    failed: int = 0  # frames of this delivery that failed so far
 
     def finish(self, error: str | None = None) -> BatchResult:
         """The batch's result, recorded; with `error`, every frame not done yet fails with it."""
@@ -401,39 +404,89 @@ class _Delivery:
 
     def _frames(self, renderer, model, context, digest, work: Work, before: dict, abort: tuple,
                 budgets: Budgets) -> BatchResult:
-        batch, kind, frames = self.batch, self.kind, self.frames
-        failed = 0
+        """Render the frames in turn; each frame's keep (encoding, storing) runs behind the render
+        thread (farm.run.behind), which goes on with the next frame; results are taken in order."""
+        batch, kind = self.batch, self.kind
         ahead = _ahead(renderer, batch, work, before)
         given = _context(renderer, context)
-        for key, t in work.frames:
-            if key in before:  # an earlier delivery rendered and recorded it
-                frames.append(before[key])
-                self.progress(failed)
-                continue
-            try:
+        behind = Behind(KEEP_BEHIND if sum(k not in before for k, _ in work.frames) > 1 else 0)
+        self.failed = 0
+        try:
+            for key, t in work.frames:
+                if key in before:  # an earlier delivery rendered and recorded it
+                    self._take(behind, True, renderer, model, budgets, abort)
+                    self.frames.append(before[key])
+                    self.progress(self.failed)
+                    continue
                 started = time.perf_counter()
-                with frame_deadline(budgets.frame_seconds):
-                    frame = renderer.render(model, batch.frame_spec(work.sequence, t), model_digest=digest,
-                                            **ahead.get(key, {}), **given)
-                kept = kind.keep(batch, self.store, model, frame, key, t, work)
-                kept.render_s = round(time.perf_counter() - started, 6)
-                frames.append(kept)
-            except abort as e:  # the frames done so far stay done
-                stopped = self.finish(f"{batch.model_rel}: batch time limit reached ({type(e).__name__})")
-                stopped.aborted = f"batch time limit reached ({type(e).__name__})"
-                return stopped
-            except TransientError:
-                raise
-            except GLContextError as e:
-                raise TransientError(f"GL failed in this process: {error_text(e)}") from e
-            except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on (MemoryError too)
-                budget = over_budget(e, budgets)
-                frames.append(kind.failed(key, t, f"{batch.model_rel} at {t} ms: {budget or error_text(e)}", work))
-                failed += 1
-                if budget:  # what it built may be half made: start the model afresh
-                    _forget(renderer, model)
-            self.progress(failed, frames[-1])
+                frame = self._guard(key, t, partial(self._render, renderer, model, digest, key, t, ahead, given,
+                                                    budgets), renderer, model, budgets, abort)
+                if isinstance(frame, FrameResult):  # it failed: the frames before it are taken first
+                    self._take(behind, True, renderer, model, budgets, abort)
+                    self._add(frame)
+                    continue
+                behind.put((key, t, started), kind.keep, batch, self.store, model, frame, key, t, work)
+                self._take(behind, False, renderer, model, budgets, abort)
+            self._take(behind, True, renderer, model, budgets, abort)
+        except _Stopped as stop:  # the frames done so far stay done, those being kept too
+            try:
+                self._take(behind, True, renderer, model, budgets, ())
+            except _Stopped:
+                pass
+            stopped = self.finish(f"{batch.model_rel}: batch time limit reached ({stop.kind})")
+            stopped.aborted = f"batch time limit reached ({stop.kind})"
+            return stopped
+        finally:
+            behind.close()
         return self.finish()
+
+    def _render(self, renderer, model, digest, key: str, t: int, ahead: dict, given: dict, budgets: Budgets):
+        with frame_deadline(budgets.frame_seconds):
+            return renderer.render(model, self.batch.frame_spec(self.work.sequence, t), model_digest=digest,
+                                   **ahead.get(key, {}), **given)
+
+    def _take(self, behind: Behind, everything: bool, renderer, model, budgets: Budgets, abort: tuple) -> None:
+        """The kept frames that are due (`everything`: all that are pending), in order: each result (its
+        render time from the start of its render to the end of its keep), or the frame's failure."""
+        while (entry := behind.due(everything)) is not None:
+            key, t, started = entry.tag
+            failed = self.failed
+            kept = self._guard(key, t, lambda e=entry: e.result, renderer, model, budgets, abort)
+            behind.pop()
+            if self.failed == failed:  # kept (done, or failed by the kind's rule: missing = "fail")
+                kept.render_s = round(entry.ended - started, 6)
+            self._add(kept)
+
+    def _add(self, result: FrameResult) -> None:
+        self.frames.append(result)
+        self.progress(self.failed, result)
+
+    def _guard(self, key: str, t: int, step, renderer, model, budgets: Budgets, abort: tuple):
+        """step() (a frame's render, or its keep's result), or the frame's failure (a FrameResult): a
+        frame that raises fails alone; `abort` stops the batch (_Stopped), GL failing in this process
+        and TransientError are the process's. A failure counts in `failed`."""
+        try:
+            return step()
+        except abort as e:
+            raise _Stopped(type(e).__name__) from e
+        except TransientError:
+            raise
+        except GLContextError as e:
+            raise TransientError(f"GL failed in this process: {error_text(e)}") from e
+        except Exception as e:  # noqa: BLE001 - this frame fails; the batch goes on (MemoryError too)
+            budget = over_budget(e, budgets)
+            if budget:  # what it built may be half made: start the model afresh
+                _forget(renderer, model)
+            self.failed += 1
+            return self.kind.failed(key, t, f"{self.batch.model_rel} at {t} ms: {budget or error_text(e)}", self.work)
+
+
+class _Stopped(Exception):
+    """A batch time limit (the runner's `abort` exceptions) reached while rendering or keeping a frame."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
 
 
 def _ahead(renderer, batch: Batch, work: Work, before: dict) -> dict[str, dict]:

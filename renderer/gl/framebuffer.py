@@ -88,6 +88,8 @@ class Framebuffer:
         self._fbos: list[int] = []
         self._rbos: list[int] = []
         self._deleted = False
+        self._pbo = 0  # the pixel buffer object of asynchronous read-backs (start_read), made on the first
+        self._fence = None  # the GLsync of the read-back in flight
         self.fbo = 0  # drawn into
         self.resolve_fbo = 0  # read from (== fbo when single-sample)
 
@@ -249,13 +251,109 @@ class Framebuffer:
         check(f"reading back the {self.width}x{self.height} frame")
         return np.ascontiguousarray(out[::-1])
 
+    def start_read(self) -> None:
+        """Begin an asynchronous read-back: resolve, copy the pixels into this framebuffer's pixel
+        buffer object and fence the copy, then flush; `finish_read` waits on the fence alone (not on
+        frames issued after it) and copies them out. One read at a time per framebuffer; the bytes are
+        those of `read_rgba`."""
+        self._check_alive()
+        if self._fence is not None:
+            raise FramebufferError("a read-back of this framebuffer is already in flight")
+        from OpenGL import GL
+
+        gl = fast()
+        self.resolve()
+        prev_draw, prev_read = self._bindings()
+        prev_align = get_integer(GL.GL_PACK_ALIGNMENT)
+        prev_pbo = get_integer(GL.GL_PIXEL_PACK_BUFFER_BINDING)
+        size = self.width * self.height * 4
+        try:
+            if not self._pbo:
+                self._pbo = int(GL.glGenBuffers(1))
+                gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, self._pbo)
+                gl.glBufferData(GL.GL_PIXEL_PACK_BUFFER, size, None, GL.GL_STREAM_READ)
+            gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, self._pbo)
+            gl.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.resolve_fbo)
+            gl.glReadBuffer(GL.GL_COLOR_ATTACHMENT0)
+            gl.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
+            gl.glReadPixels(0, 0, self.width, self.height, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, None)
+        finally:
+            gl.glPixelStorei(GL.GL_PACK_ALIGNMENT, prev_align)
+            gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, prev_pbo)
+            self._restore(prev_draw, prev_read)
+        check(f"reading back the {self.width}x{self.height} frame")
+        self._fence = GL.glFenceSync(GL.GL_SYNC_GPU_COMMANDS_COMPLETE, 0)
+        gl.glFlush()
+        if not self._fence:
+            self._fence = None
+            check(f"fencing the read-back of the {self.width}x{self.height} frame")
+            raise FramebufferError(f"glFenceSync failed after reading back the {self.width}x{self.height} frame")
+
+    def cancel_read(self) -> None:
+        """Forget a read-back in flight (its frame is not wanted): the framebuffer is free again."""
+        if self._fence is not None:
+            from OpenGL import GL
+
+            fence, self._fence = self._fence, None
+            GL.glDeleteSync(fence)
+
+    @property
+    def reading(self) -> bool:
+        """Whether a read-back started by `start_read` has not been finished yet."""
+        return self._fence is not None
+
+    def finish_read(self) -> np.ndarray:
+        """Wait for the read-back `start_read` began; the image as `read_rgba` gives it."""
+        self._check_alive()
+        if self._fence is None:
+            raise FramebufferError("no read-back of this framebuffer is in flight (start_read first)")
+        from OpenGL import GL
+
+        gl = fast()
+        fence, self._fence = self._fence, None
+        try:
+            while True:  # every second, until the rasteriser is done with it (a frame has a wall budget)
+                status = int(GL.glClientWaitSync(fence, GL.GL_SYNC_FLUSH_COMMANDS_BIT, 1_000_000_000))
+                if status in (GL.GL_ALREADY_SIGNALED, GL.GL_CONDITION_SATISFIED):
+                    break
+                if status != GL.GL_TIMEOUT_EXPIRED:
+                    check(f"waiting for the {self.width}x{self.height} frame")
+                    raise FramebufferError(f"waiting for the {self.width}x{self.height} frame failed")
+        finally:
+            GL.glDeleteSync(fence)
+        size = self.width * self.height * 4
+        out = np.empty((self.height, self.width, 4), dtype=np.uint8)
+        prev_pbo = get_integer(GL.GL_PIXEL_PACK_BUFFER_BINDING)
+        gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, self._pbo)
+        try:
+            ptr = _map_range(GL.GL_PIXEL_PACK_BUFFER, size)
+            if not ptr:
+                check(f"mapping the {self.width}x{self.height} frame")
+                raise FramebufferError(f"mapping the read-back of the {self.width}x{self.height} frame failed")
+            try:
+                rows = np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(ptr))
+                out[::-1] = rows.reshape(self.height, self.width, 4)  # row 0 at the top
+            finally:
+                GL.glUnmapBuffer(GL.GL_PIXEL_PACK_BUFFER)
+        finally:
+            gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, prev_pbo)
+        check(f"reading back the {self.width}x{self.height} frame")
+        return out
+
     def delete(self) -> None:
-        """Free the FBOs and renderbuffers (with the owning context current). Idempotent."""
+        """Free the FBOs, renderbuffers, pixel buffer and fence (with the owning context current).
+        Idempotent."""
         if self._deleted:
             return
         self._deleted = True
         from OpenGL import GL
 
+        if self._fence is not None:
+            GL.glDeleteSync(self._fence)
+            self._fence = None
+        if self._pbo:
+            GL.glDeleteBuffers(1, [self._pbo])
+            self._pbo = 0
         if self._fbos:
             GL.glDeleteFramebuffers(len(self._fbos), self._fbos)
         if self._rbos:
@@ -275,3 +373,11 @@ class Framebuffer:
             f"<Framebuffer {self.width}x{self.height} samples={self.actual_samples}"
             f" (asked {self.requested_samples}) {state}>"
         )
+
+
+def _map_range(target, size: int) -> int:
+    """glMapBufferRange for reading, as an address (0 when GL refused)."""
+    from OpenGL import GL
+
+    ptr = GL.glMapBufferRange(target, 0, size, GL.GL_MAP_READ_BIT)
+    return ctypes.cast(ptr, ctypes.c_void_p).value or 0
