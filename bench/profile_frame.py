@@ -15,7 +15,9 @@ store write, blank check), two ways alternated --rounds times in one process: on
 (render, then keep) and as a batch runs them (`render(then=next)`, the keep behind the render thread
 through farm.run.behind; inline where the farm has no farm.run.behind, as before issue 37). Prints
 the median wall and CPU ms per frame (CPU: every thread of the process, llvmpipe's too) and the
-ratio one-at-a-time / batch. `--split`: where the render thread's time goes in the batch way.
+ratio one-at-a-time / batch. `--split`: where the render thread's time goes in the batch way (its
+CPU in all, posing, issuing the draws, waiting for the read-back, PNG encoding when the keep is inline;
+the wait's wall).
 """
 
 from __future__ import annotations
@@ -103,11 +105,11 @@ def keeper(store):
     return keep
 
 
-def one_batch(r: Renderer, model, specs: list, keep, behind) -> tuple[float, float]:
-    """(wall s, CPU s) of a batch: one at a time when `behind` is None, else rendered ahead with the
-    keep behind (farm.run.behind.Behind, or inline: 0)."""
+def one_batch(r: Renderer, model, specs: list, keep, behind) -> tuple[float, float, float]:
+    """(wall s, CPU s, the render thread's CPU s) of a batch: one at a time when `behind` is None, else
+    rendered ahead with the keep behind (farm.run.behind.Behind, or inline: 0)."""
     r.reset_effects()
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, mine = time.perf_counter(), time.process_time(), time.thread_time()
     for i, spec in enumerate(specs):
         if behind is None:
             keep(r.render(model, spec))
@@ -123,7 +125,7 @@ def one_batch(r: Renderer, model, specs: list, keep, behind) -> tuple[float, flo
     while behind not in (None, 0) and (due := behind.due(True)) is not None:
         _ = due.result
         behind.pop()
-    return time.perf_counter() - wall, time.process_time() - cpu
+    return time.perf_counter() - wall, time.process_time() - cpu, time.thread_time() - mine
 
 
 def batch_table(args) -> int:
@@ -144,7 +146,7 @@ def batch_table(args) -> int:
     print(f"{args.frames} animated frames a batch, {args.rounds} rounds alternated, medians; keep behind:"
           f" {'farm.run.behind' if Behind else 'inline (no farm.run.behind)'}")
     print(f"{'model':<14}{'size':>5}{'alone wall':>11}{'cpu':>7}{'batch wall':>11}{'cpu':>7}{'wall x':>8}{'cpu x':>7}"
-          "  (ms a frame)" + ("   batch render thread: " + " ".join(SPLIT) if split else ""))
+          "  (ms a frame)" + ("   batch, render thread CPU: all " + " ".join(SPLIT) + ", wait wall" if split else ""))
     for label, path, assets, size in batch_rows(tmp / "samples"):
         model = load_model(path)
         seq = model.sequences[0].interval if model.sequences else (0, 0)
@@ -164,25 +166,30 @@ def batch_table(args) -> int:
         n = args.frames
         aw, ac = (statistics.median(x[i] for x in alone) / n * 1e3 for i in (0, 1))
         bw, bc = (statistics.median(x[i] for x in ahead) / n * 1e3 for i in (0, 1))
-        parts = "   " + " ".join(f"{sum(split.get(k, [])) / n * 1e3:.2f}" for k in SPLIT) if split else ""
+        thread = statistics.median(x[2] for x in ahead) / n * 1e3
+        parts = ""
+        if split:
+            cpu_ms = [sum(c for _, c in split.get(k, [])) / n * 1e3 for k in SPLIT]
+            wait_ms = sum(w for w, _ in split.get("wait", [])) / n * 1e3
+            parts = f"   {thread:.2f} " + " ".join(f"{v:.2f}" for v in cpu_ms) + f" {wait_ms:.2f}"
         print(f"{label:<14}{size:>5}{aw:>11.2f}{ac:>7.2f}{bw:>11.2f}{bc:>7.2f}{aw / bw:>7.2f}x{ac / bc:>6.2f}x{parts}")
         r.forget(model)
     r.close()
     return 0
 
 
-SPLIT = ("pose", "issue", "wait", "keep")
+SPLIT = ("pose", "issue", "wait", "png")
 
 
 def _split_timers() -> dict:
-    """Wrap the render thread's steps (posing, issuing draws, waiting for the read-back, a keep run
-    inline) to sum their time per frame of the last batch way round."""
+    """Wrap the render thread's steps (posing, issuing draws, waiting for the read-back, PNG encoding in
+    a keep run inline) to sum their time (wall, the thread's CPU) per frame of the last batch way round."""
     import threading
 
     import renderer.gl.framebuffer as fbm
     import renderer.scene as scene
 
-    spent: dict[str, list[float]] = {}
+    spent: dict[str, list[tuple[float, float]]] = {}
 
     def wrap(owner, attr, name):
         real = getattr(owner, attr, None)
@@ -192,11 +199,11 @@ def _split_timers() -> dict:
         def run(*a, **k):
             if threading.current_thread() is not threading.main_thread():
                 return real(*a, **k)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             try:
                 return real(*a, **k)
             finally:
-                spent.setdefault(name, []).append(time.perf_counter() - t)
+                spent.setdefault(name, []).append((time.perf_counter() - t, time.thread_time() - c))
         setattr(owner, attr, run)
 
     wrap(Renderer, "_pose", "pose")
@@ -205,7 +212,7 @@ def _split_timers() -> dict:
     wrap(fbm.Framebuffer, "read_rgba", "wait")  # before it
     import renderer.png as png
 
-    wrap(png, "encode_png", "keep")
+    wrap(png, "encode_png", "png")
     return spent
 
 

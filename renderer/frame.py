@@ -273,7 +273,7 @@ class Renderer:
         overlaps the next frame's rasterising; the call `render(model, then, model_digest)` that
         follows only reads it back. The bytes are those of a frame rendered alone
         (tests/test_pipeline.py). An exception while preparing `then` is raised by that next call; a
-        next call for another frame drops what was prepared."""
+        next call for another frame drops what was prepared; this frame failing does not."""
         self._adopt(model, context)
         ahead, self._ahead = self._ahead, None
         if ahead is not None and ahead.serves(model, spec, model_digest):
@@ -285,13 +285,8 @@ class Renderer:
             drawn = self._issue(self._prepare(model, spec, model_digest))
         posed = None if then is None else _Ahead.attempt(
             model, then, model_digest, lambda: self._issue(self._prepare(model, then, model_digest)))
-        try:
-            frame = self._finish(drawn)
-        except BaseException:
-            _cancel(posed)
-            raise
-        self._ahead = posed
-        return frame
+        self._ahead = posed  # kept if this frame fails to read back: the next one is in its own framebuffer
+        return self._finish(drawn)
 
     def _drop_ahead(self) -> None:
         """Forget the frame prepared for the next call (its read-back in flight too)."""
