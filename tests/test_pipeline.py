@@ -311,3 +311,38 @@ def test_a_renderer_keeps_two_framebuffers_in_flight_whatever_the_batch(samples)
     r.render(model, FrameSpec(width=24, height=24))
     assert len(r._frames) <= MAX_IN_FLIGHT and not any(fb.reading for _, fb in r._frames._fbs)
     r.forget(model)
+
+
+def test_a_frame_that_fails_to_read_back_fails_alone_and_keeps_the_next_one_in_flight(samples, monkeypatch):
+    model = load_model(samples / "crate.mdx")
+    r = renderer()
+    batch = [FrameSpec(time_ms=t, width=40, height=40, background="#203040") for t in (0, 300, 600, 900)]
+    expected = alone(model, batch)
+    real_finish, calls, prepared = Framebuffer.finish_read, [0], []
+
+    def finish_read(fb):
+        calls[0] += 1
+        if calls[0] == 2:  # the second frame's read-back
+            fb.cancel_read()
+            raise RuntimeError("the copy out of the pixel buffer failed")
+        return real_finish(fb)
+
+    real_prepare = Renderer._prepare
+
+    def prepare(self, model, spec, model_digest):
+        prepared.append(spec.time_ms)
+        return real_prepare(self, model, spec, model_digest)
+
+    monkeypatch.setattr(Framebuffer, "finish_read", finish_read)
+    monkeypatch.setattr(Renderer, "_prepare", prepare)
+    r.reset_effects()
+    got = []
+    for i, s in enumerate(batch):
+        try:
+            got.append(digest(r.render(model, s, then=batch[i + 1] if i + 1 < len(batch) else None)))
+        except RuntimeError as e:
+            got.append(str(e))
+    assert got == [expected[0], "the copy out of the pixel buffer failed", expected[2], expected[3]]
+    assert prepared == [0, 300, 600, 900]  # the frame after the failed one was not prepared again
+    assert len(r._frames) <= MAX_IN_FLIGHT
+    r.forget(model)
