@@ -276,7 +276,8 @@ class Framebuffer:
             gl.glBindFramebuffer(GL.GL_READ_FRAMEBUFFER, self.resolve_fbo)
             gl.glReadBuffer(GL.GL_COLOR_ATTACHMENT0)
             gl.glPixelStorei(GL.GL_PACK_ALIGNMENT, 1)
-            gl.glReadPixels(0, 0, self.width, self.height, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE, None)
+            gl.glReadPixels(0, 0, self.width, self.height, GL.GL_RGBA, GL.GL_UNSIGNED_BYTE,
+                            ctypes.c_void_p(0))  # offset 0 into the pixel buffer
         finally:
             gl.glPixelStorei(GL.GL_PACK_ALIGNMENT, prev_align)
             gl.glBindBuffer(GL.GL_PIXEL_PACK_BUFFER, prev_pbo)
