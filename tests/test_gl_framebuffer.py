@@ -191,6 +191,54 @@ def test_same_frame_twice_gives_identical_bytes(ctx, triangle, samples):
 
 
 @pytest.mark.gl
+@pytest.mark.parametrize("samples", [0, 4])
+def test_an_asynchronous_read_back_gives_the_synchronous_bytes_while_another_frame_is_drawn(ctx, triangle, samples):
+    """start_read fences the copy into the pixel buffer; drawing into a second framebuffer before
+    finish_read changes nothing in the first one's pixels (two frames in flight)."""
+    expected, _ = render(samples, triangle, size=(40, 24))
+    first, second = Framebuffer(40, 24, samples=samples), Framebuffer(40, 24, samples=samples)
+    try:
+        for _ in range(2):  # the pixel buffer is made once and reused
+            first.clear(BLUE)
+            triangle()
+            first.start_read()
+            assert first.reading
+            second.clear(RED)  # the next frame, issued before this one is read
+            triangle(BLUE)
+            second.start_read()
+            image = first.finish_read()
+            assert not first.reading and image.tobytes() == expected.tobytes()
+            other = colours(second.finish_read())  # blue on red (MSAA: blends on the edge)
+            assert BLUE_BYTES in other and RED_BYTES in other
+    finally:
+        first.delete()
+        second.delete()
+
+
+@pytest.mark.gl
+def test_an_asynchronous_read_back_is_one_at_a_time_and_can_be_forgotten(ctx):
+    fb = Framebuffer(8, 8)
+    try:
+        with pytest.raises(FramebufferError, match="no read-back"):
+            fb.finish_read()
+        fb.clear(RED)
+        fb.start_read()
+        with pytest.raises(FramebufferError, match="already in flight"):
+            fb.start_read()
+        fb.cancel_read()
+        assert not fb.reading
+        fb.clear(BLUE)
+        fb.start_read()
+        assert colours(fb.finish_read()) == [BLUE_BYTES]
+        fb.start_read()
+    finally:
+        fb.delete()  # a read-back in flight is freed with it
+    assert not fb.reading
+    with pytest.raises(FramebufferError, match="deleted"):
+        fb.start_read()
+
+
+@pytest.mark.gl
 def test_readback_restores_bindings_and_pack_alignment(ctx):
     from OpenGL import GL
 
