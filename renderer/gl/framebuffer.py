@@ -4,6 +4,7 @@
     fb.clear((0.0, 0.0, 0.0, 1.0))          # binds it, sets the viewport, clears colour+depth+stencil
     ...                                     # draw
     rgba = fb.read_rgba()                   # (H, W, 4) uint8, row 0 = TOP of the image
+    fb.start_read(); ...; rgba = fb.finish_read()   # the same, asynchronously (below)
     fb.delete()
 
 With ``samples > 0`` the FBO drawn into has multisampled renderbuffers; the request is clamped
@@ -11,6 +12,11 @@ to GL_MAX_SAMPLES (`granted_samples`), and GL may round it up (`actual_samples`,
 from GL_RENDERBUFFER_SAMPLES). `read_rgba` resolves it with ``glBlitFramebuffer`` into a
 single-sample RGBA8 FBO and reads that. Record `actual_samples` with any golden image: the
 pixels depend on it (llvmpipe's GL_MAX_SAMPLES was 4 until Mesa 25.3, 8 since).
+
+`start_read` queues the copy into the framebuffer's pixel buffer object behind the frame's draws
+and fences it (glFenceSync); `finish_read` waits on that fence alone, so frames issued after it (into
+another framebuffer: renderer.gl.inflight) are not waited for, and copies the rows out. The bytes
+are `read_rgba`'s.
 
 GL objects belong to the context that was current when the framebuffer was made; `delete()`
 them with that context current. There is no ``__del__``: a garbage collector running GL calls
