@@ -160,9 +160,13 @@ class TraceTable(MutableMapping):
     def _pack_digests(self, start: int, values: list) -> None:
         if set(map(type, values)) == {str} and set(map(len, values)) == {64}:  # every one a digest, it seems
             joined = "".join(values)
-            if _HEX.issuperset(joined):
+            try:
+                packed = bytes.fromhex(joined)
+            except ValueError:
+                packed = b""
+            if packed.hex() == joined:  # lower-case hex only, no space: each reads back as written
                 self._digest_state[start:start + len(values)] = b"\2" * len(values)
-                self._digest[32 * start:32 * (start + len(values))] = bytes.fromhex(joined)
+                self._digest[32 * start:32 * (start + len(values))] = packed
                 return
         state = [0 if v is _ABSENT else 1 if v is None else 2 if _digest_fits(v) else 3 for v in values]
         self._digest_state[start:start + len(values)] = bytes(s if s < 3 else 0 for s in state)
