@@ -162,11 +162,14 @@ class LayerPass:
     variant: tuple = field(init=False)  # (hd, shaded, alpha_test): ModelProgram.variant's key
     gl_state: tuple = field(init=False)  # (state, depth_test, depth_write, cull): StateCache.apply's arguments
     opaque: int = field(init=False)  # u_opaque
+    constants: tuple = field(init=False)  # u_alpha_test (alpha-test variants), u_opaque, u_sphere_env
 
     def __post_init__(self):
         object.__setattr__(self, "variant", (self.hd, self.shaded, self.alpha_test))
         object.__setattr__(self, "gl_state", (self.state, self.depth_test, self.depth_write, self.cull))
         object.__setattr__(self, "opaque", 1 if self.state.opaque else 0)
+        object.__setattr__(self, "constants", (self.state.alpha_test if self.alpha_test else None, self.opaque,
+                                               self.sphere_env))
 
 
 def layer_passes(model: Model, animator, order: list[int]) -> list[tuple[int, list[LayerPass]]]:
@@ -344,15 +347,25 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
                    else layer_texture(pose, p.flat, p.texture_slot))
             cache.bind_texture(0, texture_2d, textures[tid] if 0 <= tid < len(textures) else fallback)
             uniform(prog, loc["u_color"], set_4f, red, green, blue, layer_alpha)
-            if p.alpha_test:
-                uniform(prog, loc["u_alpha_test"], set_1f, st.alpha_test)
-            uniform(prog, loc["u_opaque"], set_1i, p.opaque)
-            uniform(prog, loc["u_sphere_env"], set_1i, p.sphere_env)
+            if held.get((prog, "pass")) != p.constants:  # the pass's constant uniforms, unless held
+                if p.alpha_test:
+                    uniform(prog, loc["u_alpha_test"], set_1f, st.alpha_test)
+                uniform(prog, loc["u_opaque"], set_1i, p.opaque)
+                uniform(prog, loc["u_sphere_env"], set_1i, p.sphere_env)
+                held[(prog, "pass")] = p.constants
             cache.uniform_matrix(prog, loc["u_uv_matrix"], set_matrix3,
                                  uv_matrices[p.texture_animation] if p.texture_animation >= 0 else _NO_UV_ANIMATION,
                                  key=p.texture_animation)
             buf.use_uv_set(p.coord_id)
             buf.draw(gl)
+    _leave_loop(gl)
+
+
+def _leave_loop(gl) -> None:
+    """The state a draw loop leaves behind (unit 0 active, no program or vertex array, depth writes on,
+    no blending), then the loop's one error check."""
+    from OpenGL import GL
+
     gl.glActiveTexture(GL.GL_TEXTURE0)
     gl.glUseProgram(0)
     gl.glBindVertexArray(0)

@@ -42,7 +42,7 @@ Per-frame values and their rules
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -227,6 +227,7 @@ class Animator:
         self.skins = [geoset_skin(geo, sk.ids) for geo in model.geosets]
         self.palettes = PaletteBuilder(self.skins, sk.count)
         self._last_pose: tuple | None = None  # (Animator._pose_key, Pose) of the last pose (Animator.pose)
+        self._still: dict = {}  # interval -> TrackBank.still(interval)
         self.notes = list(sk.notes)
         for gi, s in enumerate(self.skins):
             self.notes += [f"geoset {gi}: {msg}" for msg in s.notes]
@@ -351,7 +352,9 @@ class Animator:
         key = self._pose_key(index, clock, view)
         last = self._last_pose
         if last is not None and last[0] == key:
-            return replace(last[1], t_ms=float(t_ms), clock=clock)
+            shared = Pose.__new__(Pose)  # dataclasses.replace, without re-running __init__ over every field
+            shared.__dict__.update(last[1].__dict__, t_ms=float(t_ms), clock=clock)
+            return shared
         pose = self._compute_pose(index, clock, view)
         self._last_pose = (key, pose)
         return pose
@@ -359,7 +362,10 @@ class Animator:
     def _pose_key(self, index: int | None, clock: Clock, view) -> tuple:
         """What a pose's arrays depend on: the sequence; the clock's times unless no track animates in
         its interval; the view's bytes when a billboarded or camera-anchored node reads it."""
-        times = None if self.bank.still(clock.interval) else \
+        still = self._still.get(clock.interval)
+        if still is None:
+            still = self._still[clock.interval] = self.bank.still(clock.interval)
+        times = None if still else \
             np.array((clock.frame, *clock.global_times), np.float64).tobytes()
         seen = None if not self.skeleton.track_rotation or view is None else \
             np.asarray(view, np.float64).tobytes()
