@@ -86,17 +86,18 @@ def _entry_lines(lines):
 def read_wide_json(read, wide: dict, block: int = 1 << 22) -> dict:
     """The document `json_wide_chunks` wrote, read through `read(n)` (a binary file's read) without
     holding its large members whole: `wide` maps each such member's name to `put(entries)`, which is
-    given its entries as dicts of about `block` bytes of lines each; the document returned has ``{}``
-    there. ValueError when the bytes are not in that layout (an older, indented document: read it
-    whole instead; `put` may have been given some entries already)."""
+    given its entries as dicts of about `block` bytes of lines each (`put` None: the member's lines are
+    passed over, not parsed); the document returned has ``{}`` there. ValueError when the bytes are
+    not in that layout (an older, indented document: read it whole instead; `put` may have been given
+    some entries already)."""
     openings = {b" " + json.dumps(name).encode() + b": {\n": put for name, put in wide.items()}
     rest: list[bytes] = []
-    buf, pos, ended, put, opening, starved = b"", 0, False, None, b"", False
+    buf, pos, ended, inside, put, opening, starved = b"", 0, False, False, None, b"", False
     while True:
         if (starved or len(buf) - pos < block) and not ended:  # a block ahead, or more for a long line
             more = read(block)
             buf, pos, ended, starved = buf[pos:] + more, 0, not more, False
-        if put is None:  # outside the wide members: a line at a time
+        if not inside:  # outside the wide members: a line at a time
             end = buf.find(b"\n", pos)
             if end < 0 and not ended:
                 starved = True
@@ -105,11 +106,11 @@ def read_wide_json(read, wide: dict, block: int = 1 << 22) -> dict:
                 rest.append(buf[pos:])
                 break
             line, pos = buf[pos:end + 1], end + 1
-            put = openings.get(line)
-            if put is None:
-                rest.append(line)
+            inside = line in openings
+            if inside:
+                opening, put = line, openings[line]
             else:
-                opening = line
+                rest.append(line)
             continue
         if buf.startswith(b" }", pos):  # the line closing the member: where it starts, else -1
             close = pos
@@ -118,7 +119,8 @@ def read_wide_json(read, wide: dict, block: int = 1 << 22) -> dict:
             close = close + 1 if close >= 0 else -1
         cut = close if close >= 0 else buf.rfind(b"\n", pos) + 1  # the entries before it, else whole lines
         if cut > pos:
-            _put_entries(buf[pos:cut], put, opening)
+            if put is not None:
+                _put_entries(buf[pos:cut], put, opening)
             pos = cut
         if close < 0:
             if ended:
@@ -132,7 +134,7 @@ def read_wide_json(read, wide: dict, block: int = 1 << 22) -> dict:
         if end < 0:
             raise ValueError(f"{opening!r} does not end")
         rest.append(opening[:-2] + b"{}" + buf[pos + 2:end + 1])
-        pos, put = end + 1, None
+        pos, inside = end + 1, False
     return json.loads(b"".join(rest))
 
 

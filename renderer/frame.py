@@ -8,6 +8,7 @@ decides the pixels goes into `Frame.trace`; nothing else (wall time, order, proc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -69,13 +70,19 @@ class FrameSpec:
         check_time(self.time_ms)  # 0 .. renderer.anim.tracks.MAX_TIME_MS, finite
 
     def background_rgba(self) -> tuple[float, float, float, float]:
-        if self.background == "transparent":
-            return (0.0, 0.0, 0.0, 0.0)
-        m = re.fullmatch(r"#?([0-9a-fA-F]{6})", self.background)
-        if not m:
-            raise ValueError(f"background must be 'transparent' or '#rrggbb', got {self.background!r}")
-        v = int(m.group(1), 16)
-        return ((v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, self.background_alpha / 255)
+        return _background_rgba(self.background, self.background_alpha)
+
+
+@functools.lru_cache(maxsize=64)
+def _background_rgba(background: str, alpha: int) -> tuple[float, float, float, float]:
+    """A FrameSpec's clear colour (read once per background, not once per frame)."""
+    if background == "transparent":
+        return (0.0, 0.0, 0.0, 0.0)
+    m = re.fullmatch(r"#?([0-9a-fA-F]{6})", background)
+    if not m:
+        raise ValueError(f"background must be 'transparent' or '#rrggbb', got {background!r}")
+    v = int(m.group(1), 16)
+    return ((v >> 16 & 255) / 255, (v >> 8 & 255) / 255, (v & 255) / 255, alpha / 255)
 
 
 @dataclass
@@ -146,6 +153,7 @@ class Renderer:
         self._models: dict[int, object] = {}
         self._memos: dict[int, _Memo] = {}  # id(model) -> what its frames share (_Memo)
         self._gl_info: dict | None = None
+        self._textures: dict[tuple, TextureSettings] = {}  # Renderer.texture_settings by the spec fields it reads
         self._fx_programs = None
         self._ahead: _Ahead | None = None  # the next frame, posed and issued by render(then=...)
         self.effects = Effects()  # particle/ribbon simulations kept between frames (renderer.fx)
@@ -181,8 +189,17 @@ class Renderer:
 
     def texture_settings(self, spec: FrameSpec) -> TextureSettings:
         """What a frame's textures depend on besides the model (`texture_settings`, with this renderer's
-        asset roots, game data and stop root as the defaults)."""
-        return texture_settings(spec, self.assets, self.game, self.stop_at)
+        asset roots, game data and stop root as the defaults), made once per such spec fields."""
+        key = (spec.assets, spec.game, spec.stop_at, spec.team, spec.missing_textures, spec.follow_links)
+        try:
+            found = self._textures.get(key)
+        except TypeError:  # a list given where a tuple belongs: not kept
+            return texture_settings(spec, self.assets, self.game, self.stop_at)
+        if found is None:
+            if len(self._textures) >= _MAX_TRACES:
+                self._textures.clear()
+            found = self._textures[key] = texture_settings(spec, self.assets, self.game, self.stop_at)
+        return found
 
     def forget(self, model: Model) -> None:
         """Free the GPU resources of a model (call when a batch moves on to another model)."""
@@ -430,12 +447,18 @@ class Renderer:
         part but the time), which is then set (a batch's frames differ in their time alone)."""
         traces = self._memo(model).traces
         key = (_but_time(spec), seq, camera, msaa, model_digest)
-        constant = traces.get(key)
-        if constant is None:
+        found = traces.get(key)
+        if found is None:
             if len(traces) >= _MAX_TRACES:  # fit cameras differ frame by frame: keep the memo bounded
                 traces.clear()
-            constant = traces[key] = self._trace(model, spec, seq, camera, msaa, model_digest)
-        return _fresh(constant) | {"time_ms": int(spec.time_ms)}
+            constant = self._trace(model, spec, seq, camera, msaa, model_digest)
+            found = traces[key] = (constant, tuple(k for k, v in constant.items() if isinstance(v, (dict, list))))
+        constant, containers = found
+        trace = dict(constant)  # the same keys in the same order, the time set in its place
+        for k in containers:
+            trace[k] = _fresh(constant[k])
+        trace["time_ms"] = int(spec.time_ms)
+        return trace
 
     def _trace(self, model: Model, spec: FrameSpec, seq: int | None, camera: Camera, msaa: int,
                model_digest: str | None) -> dict:
@@ -568,7 +591,8 @@ class _Memo:
     context: ModelContext  # where it came from, how its inputs are found (renderer.context)
     digest: str | None = None  # content hash
     cameras: dict = field(default_factory=dict)  # (camera spec, sequence, aspect) -> Camera
-    traces: dict = field(default_factory=dict)  # the trace but its time, by what decides it (Renderer.trace)
+    # (the trace but its time, its keys that hold dicts or lists) by what decides it (Renderer.trace)
+    traces: dict = field(default_factory=dict)
 
 
 def _polygon_mode(lines: bool) -> None:

@@ -11,7 +11,7 @@ Geosets of HD materials carry tangents: TANG, or generated from UV set 0 (`rende
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -158,6 +158,18 @@ class LayerPass:
     coord_id: int
     texture_animation: int  # -1: none
     texture_slot: int  # a 1100+ layer's texture slot (the diffuse one, else the first) whose id it draws; -1: none
+    # From the fields above, made once so that the draw loop compares them instead of rebuilding them:
+    variant: tuple = field(init=False)  # (hd, shaded, alpha_test): ModelProgram.variant's key
+    gl_state: tuple = field(init=False)  # (state, depth_test, depth_write, cull): StateCache.apply's arguments
+    opaque: int = field(init=False)  # u_opaque
+    constants: tuple = field(init=False)  # u_alpha_test (alpha-test variants), u_opaque, u_sphere_env
+
+    def __post_init__(self):
+        object.__setattr__(self, "variant", (self.hd, self.shaded, self.alpha_test))
+        object.__setattr__(self, "gl_state", (self.state, self.depth_test, self.depth_write, self.cull))
+        object.__setattr__(self, "opaque", 1 if self.state.opaque else 0)
+        object.__setattr__(self, "constants", (self.state.alpha_test if self.alpha_test else None, self.opaque,
+                                               self.sphere_env))
 
 
 def layer_passes(model: Model, animator, order: list[int]) -> list[tuple[int, list[LayerPass]]]:
@@ -221,7 +233,7 @@ def upload_palettes(pose, palette) -> list[int]:
             parts.append(p)
             at += len(p)
         offsets.append(row)
-    palette.upload(np.concatenate(parts) if parts else np.zeros((1, 4, 4), np.float32))
+    palette.upload_parts(parts)
     gl = fast()
     gl.glActiveTexture(GL.GL_TEXTURE1)
     gl.glBindTexture(GL.GL_TEXTURE_BUFFER, palette.texture)
@@ -244,49 +256,70 @@ def _frame_uniforms(cache, program, prog, loc, frame) -> None:
     cache.uniform(prog, loc["u_eye"], gl.glUniform3f, *eye)
 
 
+_last_frame: list = [None, None]  # [(camera, aspect, lighting), _FrameConstants] of the last frame drawn
+
+
+@dataclass(frozen=True, slots=True)
+class _FrameConstants:
+    """What a frame's draws share that depends on its camera, aspect and lighting rule alone."""
+
+    uniforms: tuple  # (view, projection, rule, eye): _frame_uniforms' values
+    key: tuple  # what the frame's uniforms hold, by value (ModelProgram.uniform_values' "frame" entries)
+
+
+def frame_constants(camera, aspect: float, lighting: str) -> _FrameConstants:
+    """The frame uniforms of `camera` (an object that never changes: renderer.camera.Camera is frozen),
+    `aspect` and `lighting`, made once while consecutive frames share them."""
+    key = _last_frame[0]
+    if key is not None and key[0] is camera and key[1] == aspect and key[2] == lighting:
+        return _last_frame[1]
+    view = np.asarray(camera.view(), np.float32)
+    projection = np.asarray(camera.projection(aspect), np.float32)
+    eye = tuple(float(v) for v in camera.eye)
+    made = _FrameConstants((view, projection, lighting_rule(lighting), eye),
+                           (view.tobytes(), projection.tobytes(), eye, lighting))
+    _last_frame[:] = [(camera, aspect, lighting), made]
+    return made
+
+
 def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
     """Draw the posed model with `draw`'s camera, programs and lighting rule; `draw.lights`: a
     `renderer.lights.FrameLights` to shade with the model's own lights (the program's light-loop
     variants), or None (the plain variants: the frame of a model without this feature)."""
     from OpenGL import GL
 
-    camera, program, palette, lights = draw.camera, draw.program, draw.palette, draw.lights
-    view = np.asarray(camera.view(), np.float32)
-    projection = np.asarray(camera.projection(draw.aspect), np.float32)
-    rule = lighting_rule(draw.lighting)
+    program, lights = draw.program, draw.lights
+    constants = frame_constants(draw.camera, draw.aspect, draw.lighting)
     program.select_lights(lights is not None)
     framed: dict[tuple, tuple[int, dict]] = {}  # the variants this frame has bound, with the frame's uniforms
-    eye = tuple(float(v) for v in camera.eye)
-    frame_key = (view.tobytes(), projection.tobytes(), eye, draw.lighting)  # what the frame's uniforms hold
+    held = program.uniform_values
+    frame_key = constants.key if lights is None else None
 
-    def bind(p: LayerPass) -> tuple[int, dict]:
+    def bind(variant: tuple) -> tuple[int, dict]:
         """Bind the layer's program variant; the first time in the frame, load the frame's uniforms."""
-        key = (p.hd, p.shaded, p.alpha_test)
-        found = framed.get(key)
-        if found is not None:
-            cache.use_program(found[0])
-            return found
-        prog, loc = framed[key] = program.variant(*key)
+        prog, loc = framed[variant] = program.variant(*variant)
         cache.use_program(prog)
-        held = program.uniform_values
-        if lights is None and held.get((prog, "frame")) == frame_key:
+        if frame_key is not None and held.get((prog, "frame")) == frame_key:
             return prog, loc  # an earlier frame set them to these values
-        held[(prog, "frame")] = frame_key if lights is None else None
-        _frame_uniforms(cache, program, prog, loc, (view, projection, rule, eye))
+        held[(prog, "frame")] = frame_key
+        _frame_uniforms(cache, program, prog, loc, constants.uniforms)
         if lights is not None:
             program.set_lights(loc, lights)
         return prog, loc
 
-    offsets = upload_palettes(pose, palette)
+    offsets = upload_palettes(pose, draw.palette)
 
-    cache = StateCache(program.uniform_values)  # the loop sets only what differs from before
+    cache = StateCache(held)  # the loop sets only what differs from before
     gl = cache.gl
     cache.enable(GL.GL_DEPTH_TEST, True)
     cache.depth_func(GL.GL_LEQUAL)
     gl.glFrontFace(GL.GL_CCW)
-    texture_2d = GL.GL_TEXTURE_2D
+    uniform, use_program, apply = cache.uniform, cache.use_program, cache.apply
+    set_1i, set_1f, set_4f, set_matrix3 = gl.glUniform1i, gl.glUniform1f, gl.glUniform4f, gl.glUniformMatrix3fv
+    texture_2d, textures, fallback = GL.GL_TEXTURE_2D, gpu.textures, gpu.fallback
     visible, geoset_alpha, geoset_color = pose.geoset_visible, pose.geoset_alpha, pose.geoset_color
     layer_alphas, uv_matrices = pose.layer_alpha, pose.uv_matrices
+    applied = None  # the gl_state the cache last applied (nothing else in the loop changes that state)
     for gi, passes in gpu.passes:
         buf = gpu.geosets[gi]
         if buf is None or not visible[gi]:
@@ -294,31 +327,48 @@ def draw_model(gpu: ModelGPU, pose, draw: FrameDraw) -> None:
         alpha = float(geoset_alpha[gi])
         red, green, blue = (float(c) for c in geoset_color[gi])
         gl.glBindVertexArray(buf.vao)
+        offset = offsets[gi]
         for p in passes:
             layer_alpha = float(layer_alphas[p.flat]) * alpha
             if layer_alpha <= 0.0:
                 continue
             st = p.state
-            cache.apply(st, p.depth_test, p.depth_write, p.cull)
-            prog, loc = bind(p)
-            cache.uniform(prog, loc["u_palette_offset"], gl.glUniform1i, offsets[gi])
+            if p.gl_state != applied:
+                apply(st, p.depth_test, p.depth_write, p.cull)
+                applied = p.gl_state
+            found = framed.get(p.variant)
+            if found is None:
+                prog, loc = bind(p.variant)
+            else:
+                prog, loc = found
+                use_program(prog)
+            uniform(prog, loc["u_palette_offset"], set_1i, offset)
             tid = (_bind_hd_slots(gpu, pose, cache, prog, loc, p.material_id, p.layer, p.flat) if p.hd
                    else layer_texture(pose, p.flat, p.texture_slot))
-            tex = gpu.textures[tid] if 0 <= tid < len(gpu.textures) else gpu.fallback
-            cache.bind_texture(0, texture_2d, tex)
-            cache.uniform(prog, loc["u_color"], gl.glUniform4f, red, green, blue, layer_alpha)
-            if p.alpha_test:
-                cache.uniform(prog, loc["u_alpha_test"], gl.glUniform1f, st.alpha_test)
-            cache.uniform(prog, loc["u_opaque"], gl.glUniform1i, 1 if st.opaque else 0)
-            cache.uniform(prog, loc["u_sphere_env"], gl.glUniform1i, p.sphere_env)
-            cache.uniform_matrix(prog, loc["u_uv_matrix"], gl.glUniformMatrix3fv,
+            cache.bind_texture(0, texture_2d, textures[tid] if 0 <= tid < len(textures) else fallback)
+            uniform(prog, loc["u_color"], set_4f, red, green, blue, layer_alpha)
+            if held.get((prog, "pass")) != p.constants:  # the pass's constant uniforms, unless held
+                if p.alpha_test:
+                    uniform(prog, loc["u_alpha_test"], set_1f, st.alpha_test)
+                uniform(prog, loc["u_opaque"], set_1i, p.opaque)
+                uniform(prog, loc["u_sphere_env"], set_1i, p.sphere_env)
+                held[(prog, "pass")] = p.constants
+            cache.uniform_matrix(prog, loc["u_uv_matrix"], set_matrix3,
                                  uv_matrices[p.texture_animation] if p.texture_animation >= 0 else _NO_UV_ANIMATION,
                                  key=p.texture_animation)
             buf.use_uv_set(p.coord_id)
             buf.draw(gl)
+    _leave_loop(gl)
+
+
+def _leave_loop(gl) -> None:
+    """The state a draw loop leaves behind (unit 0 active, no program or vertex array, depth writes on,
+    no blending), then the loop's one error check."""
+    from OpenGL import GL
+
+    gl.glActiveTexture(GL.GL_TEXTURE0)
+    gl.glUseProgram(0)
+    gl.glBindVertexArray(0)
+    gl.glDepthMask(GL.GL_TRUE)
+    gl.glDisable(GL.GL_BLEND)
     check("drawing the model's layers")
-    GL.glActiveTexture(GL.GL_TEXTURE0)
-    GL.glUseProgram(0)
-    GL.glBindVertexArray(0)
-    GL.glDepthMask(GL.GL_TRUE)
-    GL.glDisable(GL.GL_BLEND)

@@ -19,7 +19,7 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
 from farm.cli import main  # noqa: E402
 from farm.plan.keys import parse_key  # noqa: E402
-from farm.run.jobs import JobState, run_job  # noqa: E402
+from farm.run.jobs import JobError, JobState, run_job  # noqa: E402
 from farm.run.worker import SyntheticRenderer  # noqa: E402
 from farm.store import FolderStore as Store  # noqa: E402
 from renderer.samples import write_samples  # noqa: E402
@@ -314,6 +314,10 @@ def test_status_and_retry_after_the_coordinator_died(job_dir, monkeypatch, capsy
     out = capsys.readouterr().out
     done = sum(len(b.keys) for b in finished)
     assert f"{done} done, 1 failed, {len(plan.traces) - done - 1} pending" in out and "--pending" in out
+    saved = JobState.load("cut-short", store.root)  # status saved the merge, from the whole job: batches kept
+    assert saved.counts()["done"] == done and saved.batches == job.batches
+    with pytest.raises(JobError, match="loaded without its batches"):  # what status reads first: never saved
+        JobState.load("cut-short", store.root, batches=False).save(force=True)
     assert main(["retry", "cut-short", "--out", str(store.root), "--pending", "--failed", "--no-progress",
                  "--workers", "1"]) == 1  # the broken model still does not load: its frame stays failed
     job = JobState.load("cut-short", store.root)

@@ -184,3 +184,40 @@ def test_a_damaged_trace_line_is_named_and_a_cut_document_is_not_json(tmp_path):
     path.write_bytes(b"".join(whole[: len(whole) // 2]))
     with pytest.raises(StoreError, match="not valid JSON"):
         store.read_job("j", traces=TraceTable())
+
+
+def _uniform(n: int, odd: tuple | None = None) -> dict:
+    """Blocks as a planned or finished job's document holds them: every value of its column's type
+    (the column-at-a-time path), or with one `odd` (field, value) in the middle (the checked path)."""
+    out = {f"m.mdx|Stand|{i}ms": {"time_ms": 20 * i, "attempts": 1, "render_s": 0.001 * (i + 1),
+                                  "digest": f"{i:064x}", "thresholds": {}, "status": "done", "batch": "b"}
+           for i in range(n)}
+    if odd is not None:
+        out[f"m.mdx|Stand|{n // 2}ms"][odd[0]] = odd[1]
+    return out
+
+
+@pytest.mark.parametrize("odd", [None, ("time_ms", True), ("time_ms", -(2 ** 63)), ("attempts", 2 ** 63),
+                                 ("time_ms", 1.0), ("render_s", float("nan")), ("render_s", 2),
+                                 ("digest", "A" * 64), ("digest", "ab " * 21 + "a"), ("digest", None),
+                                 ("digest", "0" * 63), ("thresholds", {"ssim": 0.9}), ("thresholds", [])])
+def test_a_uniform_block_and_one_with_an_odd_value_read_back_as_written(odd):
+    plain = _uniform(300, odd)
+    at_once = TraceTable()
+    at_once.add(plain)
+    for k, t in plain.items():
+        got = dict(at_once[k])
+        assert json.dumps(got, sort_keys=True) == json.dumps(t, sort_keys=True), k
+        assert got == dict(TraceTable({k: t})[k]), k
+        assert {n: type(v) for n, v in got.items()} == {n: type(v) for n, v in t.items()}, k
+
+
+def test_a_job_read_without_its_batches_has_the_same_traces_and_no_batch(tmp_path):
+    store = open_store(tmp_path / "out")
+    doc = _job(120)
+    store.write_job("j", {**doc, "traces": TraceTable(doc["traces"])})
+    (tmp_path / "out" / "jobs" / "old.json").write_bytes(json_bytes({**doc, "job": "old"}))  # indented: read whole
+    for job in ("j", "old"):
+        table = TraceTable()
+        got = store.read_job(job, traces=table, batches=False)
+        assert got["batches"] == {} and {k: dict(table[k]) for k in table} == doc["traces"], job

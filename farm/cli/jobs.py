@@ -141,8 +141,11 @@ def compare_options(args) -> CompareOptions:
 
 
 def cmd_status(args) -> int:
-    job = JobState.load(job_ref(args.job, args.out), args.out)
-    if job.merge_worker_results(save=False):
+    ref = job_ref(args.job, args.out)
+    job = JobState.load(ref, args.out, batches=False)  # status shows no batch
+    if job.merge_worker_results(save=False):  # results the job does not hold yet: saved, from the whole job
+        job = JobState.load(ref, args.out)
+        job.merge_worker_results(save=False)
         try:  # best effort: status only reads, so a read-only or full store still answers
             job.save()
         except OSError as e:

@@ -64,6 +64,16 @@ def _float_fits(value) -> bool:
     return type(value) is float and not math.isnan(value)
 
 
+def _all_fit(values: list, code: str) -> bool:
+    """Whether every value goes into an array of `code` as it is ("q": an int, not bool, other than
+    the column's absent; "d": a float that is not NaN), checked a column at a time."""
+    if not values:
+        return True
+    if code == "q":
+        return set(map(type, values)) == {int} and _NO_INT < min(values) and max(values) < 2 ** 63
+    return set(map(type, values)) == {float} and not any(map(math.isnan, values))
+
+
 def _digest_fits(value) -> bool:
     return type(value) is str and len(value) == 64 and _HEX.issuperset(value)
 
@@ -140,11 +150,24 @@ class TraceTable(MutableMapping):
     def _pack(self, start: int, name: str, values: list, column: array, code: str, fits, absent) -> None:
         """A column's worth of values from `start`: those that `fits` into the column, the rest (but
         the absent) into their rows' extras."""
+        if _all_fit(values, code):  # the common block: every value of the column's own type, none absent
+            column[start:start + len(values)] = array(code, values)
+            return
         column[start:start + len(values)] = array(code, [v if fits(v) else absent for v in values])
         for i in [i for i, v in enumerate(values) if v is not _ABSENT and not fits(v)]:
             self._extra.setdefault(start + i, {})[name] = values[i]
 
     def _pack_digests(self, start: int, values: list) -> None:
+        if set(map(type, values)) == {str} and set(map(len, values)) == {64}:  # every one a digest, it seems
+            joined = "".join(values)
+            try:
+                packed = bytes.fromhex(joined)
+            except ValueError:
+                packed = b""
+            if packed.hex() == joined:  # lower-case hex only, no space: each reads back as written
+                self._digest_state[start:start + len(values)] = b"\2" * len(values)
+                self._digest[32 * start:32 * (start + len(values))] = packed
+                return
         state = [0 if v is _ABSENT else 1 if v is None else 2 if _digest_fits(v) else 3 for v in values]
         self._digest_state[start:start + len(values)] = bytes(s if s < 3 else 0 for s in state)
         self._digest[32 * start:32 * (start + len(values))] = b"".join(
@@ -156,10 +179,15 @@ class TraceTable(MutableMapping):
         """The numbers of a column's worth of repeated values (-1 for an absent one)."""
         numbers = self._numbers
         out = [numbers.get(v, -2) if v is None or type(v) is str else -2 for v in values]
+        empty = None  # the number of {} (a trace's thresholds, most often), found once a block
         for i in [i for i, n in enumerate(out) if n == -2]:  # new in this block, absent, or not a string
             value = values[i]
             if value is _ABSENT:
                 out[i] = -1
+            elif type(value) is dict and not value:
+                if empty is None:
+                    empty = self._number(value)
+                out[i] = empty
             else:
                 number = numbers.get(value) if value is None or type(value) is str else None
                 out[i] = self._number(value) if number is None else number

@@ -67,7 +67,7 @@ def _now() -> str:
 
 
 class JobState:
-    def __init__(self, store: Store, data: dict, stored: bool = False):
+    def __init__(self, store: Store, data: dict, stored: bool = False, batches: bool = True):
         self.store = store
         self.data = data
         if not isinstance(data["traces"], TraceTable):  # a document read: its traces into columns
@@ -78,6 +78,7 @@ class JobState:
         self._dirty: set[str] = set()  # traces changed since the last save
         self._dirty_batches: set[str] = set()
         self._dirty_runs = False
+        self._batches = batches  # False: loaded without its batches (load's batches=False), never saved
 
     # --- creating and loading
     @classmethod
@@ -105,8 +106,10 @@ class JobState:
         return cls(store, data)
 
     @classmethod
-    def load(cls, job: str, out: str | Path | None = None) -> JobState:
-        """A job by id (in `out`, default FARM_OUT or ./farm-out) or by the path or URL of its jobs/<id>.json."""
+    def load(cls, job: str, out: str | Path | None = None, *, batches: bool = True) -> JobState:
+        """A job by id (in `out`, default FARM_OUT or ./farm-out) or by the path or URL of its jobs/<id>.json.
+        `batches=False`: its traces and runs only, to show (a million-frame job's batches are a fifth of
+        its document and of its memory); such a state cannot be saved."""
         p = Path(job)
         if split_job_url(job):
             location, job_id = split_job_url(job)
@@ -118,7 +121,7 @@ class JobState:
             store = open_store(out or default_out())
             job_id = job
         try:
-            data = store.read_job(job_id, traces=TraceTable())  # read a trace a line, into columns
+            data = store.read_job(job_id, traces=TraceTable(), batches=batches)  # a trace a line, into columns
         except FileNotFoundError:
             known = store.job_ids()
             hint = f"; jobs there ({len(known)}): {', '.join(known)}" if known else "; it has no jobs yet"
@@ -129,7 +132,7 @@ class JobState:
         if data.get("format") != FORMAT:
             raise JobError(f"{store.job_location(job_id)} is not a modelfarm job file (format"
                            f" {data.get('format')!r})")
-        job = cls(store, data, stored=True)
+        job = cls(store, data, stored=True, batches=batches)
         try:
             records = store.read_job_log(job_id, after=int(data.get("log") or 0))  # the rest the document holds
         except ValueError as e:
@@ -244,6 +247,8 @@ class JobState:
         """Record the state in the store: one log record with what changed since the last save, or
         the whole document and the index when `force` (the end of a run), when the store holds no
         document of the job yet, or when traces were re-planned."""
+        if not self._batches:
+            raise JobError(f"job {self.id!r} was loaded without its batches, to show it; it cannot be saved")
         if force or not self._stored or self._whole:
             if self._seq:
                 self.data["log"] = self._seq

@@ -399,28 +399,30 @@ class Store:
             data = b"".join(data)
         self.objects.put(key, data)
 
-    def read_job(self, job_id: str, traces: MutableMapping | None = None) -> dict:
+    def read_job(self, job_id: str, traces: MutableMapping | None = None, *, batches: bool = True) -> dict:
         """The job's document, checked. With `traces` (an empty mapping to fill: farm.plan.traces'
         TraceTable), a document written one trace a line (`write_job`) is read a line at a time, each
         trace checked and put there, so a million traces are never parsed objects all at once; the
-        document returned holds `traces`. An older, indented document is read whole."""
+        document returned holds `traces`. An older, indented document is read whole. `batches=False`
+        (with `traces`): the batches are passed over unread and the document holds none (a reader
+        that only shows traces: `farm status` of a million frames)."""
         doc = _Doc(self.objects, self.job_ref(job_id))
         if traces is None:
             return read_document(doc, check_job)
-        batches: dict[str, dict] = {}
+        kept: dict[str, dict] = {}
         try:
             with self._reader(doc.key) as f:
                 data = read_wide_json(f.read, {"traces": _checked_into(traces, doc),
-                                               "batches": _batch_into(batches, traces)})
+                                               "batches": _batch_into(kept, traces) if batches else None})
         except ValueError:  # not one trace a line (or not JSON: read_document says which)
             traces.clear()
             data = read_document(doc, check_job)
             traces.update(data["traces"])
-            batches = data["batches"]
+            kept = data["batches"] if batches else {}
         problem = check_job(data)
         if problem:
             raise StoreError(f"{doc}: {problem}")
-        data["traces"], data["batches"] = traces, batches
+        data["traces"], data["batches"] = traces, kept
         return data
 
     def _reader(self, key: str):

@@ -226,6 +226,8 @@ class Animator:
         self.attachment_rows = sk.rows([a.object_id for a in model.attachments])
         self.skins = [geoset_skin(geo, sk.ids) for geo in model.geosets]
         self.palettes = PaletteBuilder(self.skins, sk.count)
+        self._last_pose: tuple | None = None  # (Animator._pose_key, Pose) of the last pose (Animator.pose)
+        self._still: dict = {}  # interval -> TrackBank.still(interval)
         self.notes = list(sk.notes)
         for gi, s in enumerate(self.skins):
             self.notes += [f"geoset {gi}: {msg}" for msg in s.notes]
@@ -338,10 +340,38 @@ class Animator:
         return NodeSubset(self, rows)
 
     def pose(self, sequence, t_ms: float, view=None) -> Pose:
-        """The pose of `sequence` (index, name, Sequence or None for no sequence) at `t_ms`."""
+        """The pose of `sequence` (index, name, Sequence or None for no sequence) at `t_ms`.
+
+        The last pose is kept with what decides it (`_pose_key`): a call that would compute the same
+        arrays (a still frame drawn again, any time of a sequence in which nothing animates) shares
+        them, with its own time and clock. Nothing writes into a pose's arrays (they are inputs of
+        the frame's draws), so sharing them is as good as computing them again."""
         index = self.sequence_index(sequence)
         seq = None if index is None else self.model.sequences[index]
         clock = make_clock(seq, t_ms, self.model.global_sequences)
+        key = self._pose_key(index, clock, view)
+        last = self._last_pose
+        if last is not None and last[0] == key:
+            shared = Pose.__new__(Pose)  # dataclasses.replace, without re-running __init__ over every field
+            shared.__dict__.update(last[1].__dict__, t_ms=float(t_ms), clock=clock)
+            return shared
+        pose = self._compute_pose(index, clock, view)
+        self._last_pose = (key, pose)
+        return pose
+
+    def _pose_key(self, index: int | None, clock: Clock, view) -> tuple:
+        """What a pose's arrays depend on: the sequence; the clock's times unless no track animates in
+        its interval; the view's bytes when a billboarded or camera-anchored node reads it."""
+        still = self._still.get(clock.interval)
+        if still is None:
+            still = self._still[clock.interval] = self.bank.still(clock.interval)
+        times = None if still else \
+            np.array((clock.frame, *clock.global_times), np.float64).tobytes()
+        seen = None if not self.skeleton.track_rotation or view is None else \
+            np.asarray(view, np.float64).tobytes()
+        return index, clock.interval, times, self.skeleton.track_rotation and view is None, seen
+
+    def _compute_pose(self, index: int | None, clock: Clock, view) -> Pose:
         sampled = self.bank.sample(clock)
         nodes = self.node_matrices(clock, view, sampled)
         vis = self._vis.fill(sampled)
@@ -351,7 +381,7 @@ class Animator:
         uv = uv_matrices(self._tat.fill(sampled), self._tar.fill(sampled), self._tas.fill(sampled))
         att = np.append(vis, 1.0)[self.attachment_rows]  # an attachment whose id names no node: 1
         return Pose(
-            sequence=index, t_ms=float(t_ms), clock=clock, node_matrices=nodes, node_visibility=vis,
+            sequence=index, t_ms=float(clock.t_ms), clock=clock, node_matrices=nodes, node_visibility=vis,
             geoset_alpha=self._alpha.fill(sampled), geoset_color=color,
             layer_alpha=self._lalpha.fill(sampled), layer_emissive_gain=self._lgain.fill(sampled),
             layer_texture_id=np.rint(self._ltex.fill(sampled)).astype(np.int64),

@@ -415,6 +415,11 @@ class TrackBank:
     def sample(self, clock: Clock) -> dict[str, np.ndarray]:
         return {group: s.sample(clock) for group, s in self.sets.items()}
 
+    def still(self, interval) -> bool:
+        """True when no track changes within `interval` (a sequence's [start, end], None: no sequence):
+        `sample` then gives the same values at every clock of that interval."""
+        return all(s.plan(interval).count == 0 for s in self.sets.values())
+
     def subset(self, keep: dict) -> BankSubset:
         """The rows keep[group] (sorted, unique) of each group named, sampled alone (`TrackSubset`)."""
         return BankSubset({g: TrackSubset(self.sets[g], rows) for g, rows in keep.items()})

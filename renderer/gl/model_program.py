@@ -255,7 +255,9 @@ class ModelProgram:
     def __init__(self):
         self._variants: dict[tuple, tuple[int, dict]] = {}  # (lights, hd, shaded, alpha_test) -> program, locations
         self.lights = False
-        self.uniform_values: dict = {}  # (program, location) -> the value it holds (StateCache's `uniforms`)
+        # (program, location) -> the value it holds (StateCache's `uniforms`); the draw loop's own keys
+        # (program, "frame") and (program, "pass") stand for its frame uniforms and a pass's constant ones
+        self.uniform_values: dict = {}
 
     def select_lights(self, on: bool) -> None:
         """Make `variant` give the programs with (on) or without the model-light loop."""

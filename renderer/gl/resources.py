@@ -57,14 +57,17 @@ class GeosetBuffers:
 
     def use_uv_set(self, k: int) -> None:
         """Point the UV attribute at set k (the layer's coordId); a missing set falls back to set 0."""
-        from OpenGL import GL
-
         k = k if 0 <= k < self.nsets else 0
         if k == self.uv_set:  # the VAO keeps the pointer: nothing to do
             return
-        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, self.uvbo)
-        GL.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(k * self.nverts * 8))
-        GL.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
+        from OpenGL import GL
+
+        from .calls import fast  # lazily, like GL above: no GL in a parent process
+
+        gl = fast()  # called in draw loops, which check for errors after their draws
+        gl.glBindBuffer(GL.GL_ARRAY_BUFFER, self.uvbo)
+        gl.glVertexAttribPointer(4, 2, GL.GL_FLOAT, GL.GL_FALSE, 8, ctypes.c_void_p(k * self.nverts * 8))
+        gl.glBindBuffer(GL.GL_ARRAY_BUFFER, 0)
         self.uv_set = k
 
     def draw(self, gl=None) -> None:
@@ -134,10 +137,25 @@ class PaletteBuffer:
         self.buffer = int(GL.glGenBuffers(1))
         self.texture = int(GL.glGenTextures(1))
         self.capacity = 0
+        self._parts: tuple = ()  # the arrays of the last upload_parts (kept: their ids stay theirs)
+
+    def upload_parts(self, parts: list) -> None:
+        """`upload` of the (m, 4, 4) arrays `parts` one after another (none: one zero matrix), unless
+        the buffer holds exactly these array objects from the last upload. The caller never changes
+        an array after handing it here (a pose's palettes are read-only inputs), so the same
+        objects are the same values and a still frame does not copy its palettes again."""
+        parts = tuple(parts)
+        held = self._parts
+        if len(held) == len(parts) and all(a is b for a, b in zip(held, parts, strict=True)) and parts:
+            return
+        self.upload(np.concatenate(parts) if parts else np.zeros((1, 4, 4), np.float32))
+        self._parts = parts
 
     def upload(self, matrices: np.ndarray) -> None:
         """matrices: (M, 4, 4); only the first three rows are stored."""
         from OpenGL import GL
+
+        self._parts = ()  # holds what it is given now, not what upload_parts last skipped for
 
         from .calls import fast  # lazily, like GL above: no GL in a parent process
 

@@ -23,6 +23,17 @@ def blend_factor(name: str) -> int:
     return _FACTORS[name]
 
 
+_BLEND_FACTORS: dict[tuple, tuple] = {}
+
+
+def blend_factors(blend: tuple) -> tuple:
+    """The GL enums of a BlendState's four factor names (glBlendFuncSeparate's arguments), kept."""
+    found = _BLEND_FACTORS.get(blend)
+    if found is None:
+        found = _BLEND_FACTORS[blend] = tuple(blend_factor(f) for f in blend)
+    return found
+
+
 class StateCache:
     """What a draw loop last set (capabilities, blend factors, depth mask, program, textures,
     uniforms), so that a layer sets only what differs from the layer before: the GL state at each
@@ -37,7 +48,11 @@ class StateCache:
     to frame, so a frame sets only the uniforms whose values changed since the frame before."""
 
     def __init__(self, uniforms: dict | None = None):
+        from OpenGL import GL  # lazily, like every GL import here: no GL in a parent process
+
         self.gl = fast()
+        self._enums = (GL.GL_BLEND, GL.GL_DEPTH_TEST, GL.GL_LEQUAL, GL.GL_TRUE, GL.GL_FALSE, GL.GL_CULL_FACE,
+                       GL.GL_BACK, GL.GL_TEXTURE0)  # read once per cache, not once per layer
         self._caps: dict[int, bool] = {}
         self._known: dict = {}
         self._uniforms: dict = {} if uniforms is None else uniforms
@@ -59,21 +74,20 @@ class StateCache:
     def apply(self, state, depth_test: bool = True, depth_write: bool | None = None, cull: bool = False) -> None:
         """Blending per `state`, depth test (LEQUAL) on or off, depth writes (default: the state's
         own), and back-face culling on or off; skipping what is already set."""
-        from OpenGL import GL
-
+        blend_cap, depth_cap, lequal, true, false, cull_cap, back, _ = self._enums
         gl = self.gl
-        self.enable(GL.GL_BLEND, state.blend is not None)
+        self.enable(blend_cap, state.blend is not None)
         if state.blend is not None and self._set("blend", state.blend):
-            gl.glBlendFuncSeparate(*(blend_factor(f) for f in state.blend))
-        self.enable(GL.GL_DEPTH_TEST, depth_test)
+            gl.glBlendFuncSeparate(*blend_factors(state.blend))
+        self.enable(depth_cap, depth_test)
         if depth_test:
-            self.depth_func(GL.GL_LEQUAL)
+            self.depth_func(lequal)
         write = state.depth_write if depth_write is None else depth_write
         if self._set("depth_mask", bool(write)):
-            gl.glDepthMask(GL.GL_TRUE if write else GL.GL_FALSE)
-        self.enable(GL.GL_CULL_FACE, cull)
-        if cull and self._set("cull_face", GL.GL_BACK):
-            gl.glCullFace(GL.GL_BACK)
+            gl.glDepthMask(true if write else false)
+        self.enable(cull_cap, cull)
+        if cull and self._set("cull_face", back):
+            gl.glCullFace(back)
 
     def depth_func(self, func: int) -> None:
         if self._set("depth_func", func):
@@ -86,18 +100,14 @@ class StateCache:
     def bind_texture(self, unit: int, target: int, texture: int) -> None:
         """Bind `texture` to `target` of texture unit `unit` (which unit is active afterwards is
         not said: call `active_texture` before anything that depends on it)."""
-        from OpenGL import GL
-
         if self._set(("texture", unit, target), texture):
             if self._set("active", unit):
-                self.gl.glActiveTexture(GL.GL_TEXTURE0 + unit)
+                self.gl.glActiveTexture(self._enums[-1] + unit)
             self.gl.glBindTexture(target, texture)
 
     def active_texture(self, unit: int) -> None:
-        from OpenGL import GL
-
         if self._set("active", unit):
-            self.gl.glActiveTexture(GL.GL_TEXTURE0 + unit)
+            self.gl.glActiveTexture(self._enums[-1] + unit)
 
     def uniform(self, program: int, location: int, setter, *values) -> None:
         """`setter(location, *values)` unless `program` already has these values there."""
