@@ -352,9 +352,14 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: 
     fps: dict[str, str] = {}
     seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
     made: dict[tuple, RenderSettings] = {}  # asset roots -> the settings (checked once, not once a model)
+    folders: dict[tuple, tuple[list[str], str]] = {}  # (folder, root) -> its models' asset roots and fingerprint
     for f in found:
-        assets = asset_roots_for(f, root_folders, extra_assets)
-        fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
+        where = (str(f.path.parent), str(f.root))  # what asset_roots_for depends on, with the roots and options
+        if where not in folders:
+            assets = asset_roots_for(f, root_folders, extra_assets)
+            folders[where] = assets, fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
+        assets, fp = folders[where]
+        fps[f.id] = fp
         try:
             digest = model_digest(str(f.path))
         except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
@@ -426,10 +431,12 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbSt
     """Render the batches; each result is written and recorded, then `on_recorded(model_id)`."""
     job_id = f"thumbnails-{secrets.token_hex(4)}"
     digests = {b.model_rel: b.model_digest for b in batches}
+    thumbs = {b.model_rel: b.params["write"]["thumbnail"] for b in batches if b.params.get("write")}  # planned
 
     def on_result(result: BatchResult) -> None:
         model_id = result.frames[0].key
-        rec = _write_result(result, out, opts, state, fps.get(model_id), digests.get(model_id))
+        rec = _write_result(result, out, opts, state, fps.get(model_id), digests.get(model_id),
+                            thumbs.get(model_id))
         state.record(model_id, rec)  # after the image: a journal line never names a missing file
         summary.rendered.append(model_id)
         if rec["status"] == "done" and (rec.get("missing") or rec.get("diagnostic_count")):
@@ -448,8 +455,9 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbSt
 
 
 def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state: ThumbState, fp: str | None,
-                  digest: str | None) -> dict:
-    """A model's result written (its image, sidecar, digest-keyed copy, animation) and its record.
+                  digest: str | None, thumb: str | None = None) -> dict:
+    """A model's result written (its image, sidecar, digest-keyed copy, animation) and its record;
+    `thumb`: where its still goes (`_thumb_rel`), when the batch already says.
     A runner's own verdict (a lost worker, a store error: no facts from a worker) is cause "worker"."""
     frame = result.frames[0]
     model_id = frame.key
@@ -459,7 +467,7 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
     rec.update(sha256=info.get("sha256") or digest, options=fp,
                inputs={a["found"]: a["sha256"] for a in info.get("assets") or () if a.get("found") and a.get("sha256")})
     trace = info.get("trace") or {}
-    thumb = _thumb_rel(model_id, opts.format)
+    thumb = thumb or _thumb_rel(model_id, opts.format)
     image_digest = _thumbnail_in_place(frame, image, info.pop("written", None), out / thumb, state.tmp)
     if image_digest is not None:
         keyed = f"{DIGEST_FOLDER}/{rec['sha256']}-{fp}.{opts.format}" if rec["sha256"] and fp else None
@@ -504,9 +512,11 @@ def _same_bytes(written: Path, path: Path, tmp: Path) -> None:
     file (no second file written: a thumbnail's digest-keyed copy), else a copy of the bytes."""
     link = tmp / f".{path.name[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(written, path)  # not there yet (a fresh name): the link is made whole or not at all
+        except FileNotFoundError:  # its folder is not there yet (or `written` is gone: the copy below says so)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.link(written, path)
         except FileExistsError:
             os.link(written, link)
             os.replace(link, path)
