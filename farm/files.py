@@ -10,8 +10,8 @@ the same data always gives the same bytes.
 any line; the golden decision log uses it too); a write cut short (a full disk) cuts the file back
 to its old length and raises, and a torn last line an earlier append left (a process killed
 mid-write) is cut off before the next one. `LineAppender` appends many lines to one file the
-same way with the file kept open (one write a line, not an open and a close). `read_json_lines` gives the records back, leaving out
-(with a warning) a torn last line.
+same way with the file kept open (one write a line, not an open and a close). `read_json_lines`
+gives the records back, leaving out (with a warning) a torn last line.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from pathlib import Path
 
 from renderer.files import atomic_write
 
-__all__ = ["LineAppender", "append_json_line", "append_line", "atomic_write", "atomic_write_json", "encoded", "file_digest",
-           "json_bytes", "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks", "json_wide_encoded",
-           "read_json_lines", "read_json_lines_at", "read_wide_json", "write_chunks"]
+__all__ = ["LineAppender", "append_json_line", "append_line", "atomic_write", "atomic_write_json", "encoded",
+           "file_digest", "json_bytes", "json_line", "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks",
+           "json_wide_encoded", "read_json_lines", "read_json_lines_at", "read_wide_json", "write_chunks"]
 
 log = logging.getLogger("farm.files")
 

@@ -137,7 +137,8 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
                 dirnames[:] = sorted(d for d in dirnames
                                      if os.path.realpath(os.path.join(dirpath, d)) not in skip)
                 base = Path(dirpath).relative_to(folder)
-                rels.extend((base / f).as_posix() for f in filenames if _is_model(f))
+                under = "" if dirpath == str(folder) else base.as_posix() + "/"  # once a folder, not a file
+                rels.extend(under + f for f in filenames if _is_model(f))
                 for f in sorted(filenames):
                     if _is_archive(f) and not leaves(Path(dirpath) / f, f"{label}/{(base / f).as_posix()}"):
                         entries, error = _archive_models(Path(dirpath) / f, (base / f).as_posix(), listfile)

@@ -72,29 +72,29 @@ TEMPLATE = """<!doctype html>
   <h1>{{ title }}</h1>
   <input id="filter" type="search" placeholder="filter: name, path, sequence, error" autocomplete="off" autofocus>
   <label><input id="failed-only" type="checkbox"> failed only</label>
-  <span class="count" id="count">{{ counts.models }} models, {{ counts.failed }} failed</span>
-  {% if sheets %}<span class="sheets">sheets: {% for s in sheets %}<a href="{{ s.url }}">{{ loop.index }}</a>
+  <span class="count" id="count">{{ counts["models"] }} models, {{ counts["failed"] }} failed</span>
+  {% if sheets %}<span class="sheets">sheets: {% for s in sheets %}<a href="{{ s["url"] }}">{{ loop.index }}</a>
   {% endfor %}</span>{% endif %}
 </header>
 <main class="grid" id="grid">
-{% for m in models %}
-<figure class="tile{% if m.status != 'done' %} failed{% endif %}{% if m.missing %} missing{% endif %}"
-  data-search="{{ m.search }}">
-  {% if m.url %}<a href="{{ m.url }}"><img loading="lazy" src="{{ m.url }}" alt="{{ m.file }}"
-    width="{{ size }}" height="{{ size }}"{% if m.anim_url %} data-poster="{{ m.url }}"
-    data-animation="{{ m.anim_url }}"{% endif %}></a>
-  {% else %}<div class="placeholder" title="{{ m.error }}">failed: {{ m.short_error }}</div>{% endif %}
+{% for m in models %}{% set missing = m["missing"] %}
+<figure class="tile{% if m["status"] != 'done' %} failed{% endif %}{% if m["missing"] %} missing{% endif %}"
+  data-search="{{ m["search"] }}">
+  {% if m["url"] %}<a href="{{ m["url"] }}"><img loading="lazy" src="{{ m["url"] }}" alt="{{ m["file"] }}"
+    width="{{ size }}" height="{{ size }}"{% if m["anim_url"] %} data-poster="{{ m["url"] }}"
+    data-animation="{{ m["anim_url"] }}"{% endif %}></a>
+  {% else %}<div class="placeholder" title="{{ m["error"] }}">failed: {{ m["short_error"] }}</div>{% endif %}
   <figcaption>
-    <div class="file" title="{{ m.id }}">{{ m.file }}</div>
-    {% if m.name %}<div class="path">model {{ m.name }}</div>{% endif %}
-    <div class="path">{{ m.id }}</div>
-    {% if m.missing %}<div class="missing-assets" title="{{ m.missing | join(', ') }}">&#9888; {{ m.missing | length }}
-      missing asset(s): {{ m.missing[:3] | join(', ') }}{% if m.missing | length > 3 %} ...{% endif %}</div>{% endif %}
-    {% if m.blank %}<div class="missing-assets" title="{{ m.blank }}">&#9888; blank: nothing is drawn at this
+    <div class="file" title="{{ m["id"] }}">{{ m["file"] }}</div>
+    {% if m["name"] %}<div class="path">model {{ m["name"] }}</div>{% endif %}
+    <div class="path">{{ m["id"] }}</div>
+    {% if missing %}<div class="missing-assets" title="{{ missing | join(', ') }}">&#9888; {{ missing | length }}
+      missing asset(s): {{ missing[:3] | join(', ') }}{% if missing | length > 3 %} ...{% endif %}</div>{% endif %}
+    {% if m["blank"] %}<div class="missing-assets" title="{{ m["blank"] }}">&#9888; blank: nothing is drawn at this
       time</div>{% endif %}
-    <div class="facts">{% if m.status == 'done' %}{{ m.sequence if m.sequence is not none else '(bind pose)' }}
-      {%- if m.time_ms is not none %} at {{ m.time_ms }} ms{% endif %} &middot; {{ m.vertices }} vertices
-      &middot; {{ m.triangles }} triangles{% if m.diagnostic_count %} &middot; {{ m.diagnostic_count }}
+    <div class="facts">{% if m["status"] == 'done' %}{{ m["sequence"] if m["sequence"] is not none else '(bind pose)' }}
+      {%- if m["time_ms"] is not none %} at {{ m["time_ms"] }} ms{% endif %} &middot; {{ m["vertices"] }} vertices
+      &middot; {{ m["triangles"] }} triangles{% if m["diagnostic_count"] %} &middot; {{ m["diagnostic_count"] }}
       diagnostics{% endif %}{% else %}failed{% endif %}</div>
   </figcaption>
 </figure>
@@ -149,7 +149,8 @@ def render_html(doc: dict, title: str = "Thumbnails") -> str:
         search += " blank" if e.get("blank") else ""
         models.append({**e, "url": _url(e["thumbnail"], e.get("image_sha256")) if e.get("thumbnail") else None,
                        "anim_url": _url(e["animation"], e.get("animation_sha256")) if e.get("animation") else None,
-                       "search": " ".join(search.lower().split()), "short_error": short_error(e)})
+                       "search": " ".join(search.lower().split()),
+                       "short_error": "" if e.get("thumbnail") else short_error(e)})  # shown for a tile without one
     sheets = [{"url": _url(s)} for s in doc.get("sheets", [])]
     return _template.render(title=title, models=models, sheets=sheets, counts=doc["counts"],
                             size=doc["options"]["size"], tile=min(int(doc["options"]["size"]), 256))

@@ -472,7 +472,7 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
     if image_digest is not None:
         keyed = f"{DIGEST_FOLDER}/{rec['sha256']}-{fp}.{opts.format}" if rec["sha256"] and fp else None
         if keyed:
-            _same_bytes(out / thumb, out / keyed, state.tmp)
+            _same_bytes(os.path.join(out, thumb), os.path.join(out, keyed), state.tmp)
         sidecar = None
         if opts.format != "png":
             sidecar = thumb + ".json"
@@ -507,22 +507,24 @@ def _thumbnail_in_place(frame, image: str | None, written: str | None, path: Pat
     return digest
 
 
-def _same_bytes(written: Path, path: Path, tmp: Path) -> None:
+def _same_bytes(written: str, path: str, tmp: Path) -> None:
     """`path` given the bytes of `written`: a hard link to it, put in place as atomic_write puts a
     file (no second file written: a thumbnail's digest-keyed copy), else a copy of the bytes."""
-    link = tmp / f".{path.name[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    link = None
     try:
         try:
             os.link(written, path)  # not there yet (a fresh name): the link is made whole or not at all
         except FileNotFoundError:  # its folder is not there yet (or `written` is gone: the copy below says so)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
             os.link(written, path)
         except FileExistsError:
+            link = os.path.join(tmp, f".{os.path.basename(path)[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
             os.link(written, link)
             os.replace(link, path)
     except OSError:  # no hard links here (or another file system): the bytes, written again
-        link.unlink(missing_ok=True)
-        atomic_write(path, written.read_bytes(), tmp)
+        if link is not None:
+            Path(link).unlink(missing_ok=True)
+        atomic_write(path, Path(written).read_bytes(), tmp)
 
 
 _NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}
@@ -560,13 +562,12 @@ def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: ThumbS
 
 
 def _prune_empty(folder: Path) -> None:
-    if not folder.is_dir():
-        return
-    for p in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
-        if p.is_dir():
+    """Remove the empty folders under `folder` (deepest first: one emptied by that is removed too)."""
+    for dirpath, _, filenames in os.walk(folder, topdown=False):
+        if dirpath != str(folder) and not filenames:
             try:
-                p.rmdir()
-            except OSError:
+                os.rmdir(dirpath)
+            except OSError:  # not empty after all (a folder left in it)
                 pass
 
 

@@ -43,6 +43,7 @@ def fingerprint(options: dict) -> str:
 class ThumbState:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
+        self._tmp = self.folder / "tmp"  # made once: every write of a run names it
         self.records: dict[str, dict] = {}
         self.sheets: dict[str, str] = {}  # sheet file (relative to DIR) -> fingerprint of its content
         self.files: set[str] = set()  # every output file any record named (to remove the ones no longer wanted)
@@ -59,7 +60,7 @@ class ThumbState:
 
     @property
     def tmp(self) -> Path:
-        return self.folder / "tmp"
+        return self._tmp
 
     # --- lock
     def lock(self) -> None:
