@@ -230,8 +230,15 @@ def instant_runs(args) -> None:
 
         print(f"instant renderer, {args.instant} one-frame models ({small.name}), 2 processes; grouped"
               f" (envelopes of FARM_BATCH_FRAMES) and one model a delivery, measured in this run:")
-        for mode in ("grouped", "one a delivery"):
+        modes = ("grouped",) if args.grouped_only else ("grouped", "one a delivery")
+        for mode in modes:
             run("local", mode)
+        if args.grouped_only:
+            rate, ms, _ = figures["local", "grouped"]
+            print(f"  local, grouped: {rate:.0f} models/s; coordinator CPU {ms:.3f} ms a model; workers' CPU"
+                  f" {workers_ms['grouped']:.3f} ms a model (2 processes, start-up included); coordinator peak RSS"
+                  f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+            return
         show("local", "local")
         if not args.broker:
             return
@@ -259,6 +266,8 @@ def main() -> int:
     ap.add_argument("--instant", type=int, default=0, metavar="N",
                     help="N one-frame models with the instant renderer: the farm's own cost only")
     ap.add_argument("--broker", help="with --instant: also through Celery on this Redis (redis://HOST:PORT/DB)")
+    ap.add_argument("--grouped-only", action="store_true",
+                    help="with --instant: only the grouped local run (a large N: the per-model cost at scale)")
     args = ap.parse_args()
     if args.instant:
         instant_runs(args)
