@@ -257,8 +257,11 @@ def append_line(path: str | Path, line: bytes, *, keep: int | None = None, sync:
     fails). An OSError names `path`."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # its folder is not there yet (made only then: one call, not one a line)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as e:
         raise type(e)(e.errno, e.strerror, str(path)) from e
     try:

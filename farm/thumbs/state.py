@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from farm.files import LineAppender, atomic_write, json_line, json_wide_bytes
+from farm.files import LineAppender, atomic_write, json_line, json_wide_encoded
 
 __all__ = ["FILE_KEYS", "FORMAT", "ThumbState", "StateLocked", "fingerprint"]
 
@@ -125,6 +125,6 @@ class ThumbState:
         """Write state.json with the records of `keep` (the models found this run) and empty the journal."""
         self.records = {k: self.records[k] for k in keep if k in self.records}
         doc = {"format": FORMAT, "models": self.records, "sheets": self.sheets}
-        atomic_write(self.state_path, json_wide_bytes(doc, "models"), self.tmp)  # a model a line, C-encoded
+        atomic_write(self.state_path, json_wide_encoded(doc, "models"), self.tmp)  # a model a line, in pieces
         self._journal.close()
         self.journal_path.unlink(missing_ok=True)
