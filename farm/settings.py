@@ -398,9 +398,13 @@ class _Settings:
         if made is None:
             return cls.from_dict(d), rest
         key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in cls.FIELDS)
-        if key not in made:
-            made[key] = cls.from_dict(d)
-        return made[key], rest
+        try:
+            settings = made.get(key)
+        except TypeError:  # a value no setting takes (a mapping, a nested list): from_dict says which
+            return cls.from_dict(d), rest
+        if settings is None:
+            settings = made[key] = cls.from_dict(d)
+        return settings, rest
 
     def to_dict(self) -> dict:
         """JSON: lists for tuples; a setting newer than job files and Celery messages (`omitted`) only
