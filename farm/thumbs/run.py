@@ -306,6 +306,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
                 _publish(todo, runner, inputs)
                 _run(todo, out, opts, state, fps, summary, broker, workers,
                      Progress(len(todo), enabled=progress, desc="thumbnails"), runner, on_recorded=sheets.result)
+                todo.clear()  # rendered and recorded: the batches are not held while the index is made
             entries = _finish(found, out, opts, state)
             summary.failed = {e["id"]: e["error"] for e in entries if e["status"] != "done"}
             summary.causes = {e["id"]: e["cause"] or "model" for e in entries if e["status"] != "done"}
