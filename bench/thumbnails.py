@@ -23,7 +23,8 @@ writes remain), locally with 2 processes (models/s, the coordinator's CPU ms a m
 after), through a `celery worker` of 2 processes started here (models/s, Redis commands a model).
 Each is run twice in the same session: grouped (envelopes, as `farm thumbnails` sends them) and one
 model a delivery (the baseline), and their ratio printed. Locally, the pool processes' CPU a model
-too (reaped after each run: RUSAGE_CHILDREN, their start-up included).
+too (reaped after each run: RUSAGE_CHILDREN, their start-up included). --grouped-only: the grouped
+local run alone, with this process's peak RSS (a large N: whether a model's cost grows with N).
 
 With --shared N, also a tree of N models that share one 1024x1024 texture (as hundreds of units
 share `Textures\X.blp`), in one process, with the per-process decode cache (renderer.assets.cache)
