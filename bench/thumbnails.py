@@ -22,7 +22,9 @@ writes remain), locally with 2 processes (models/s, the coordinator's CPU ms a m
 --broker redis://HOST:PORT/DB (a Redis of your own: its INFO commandstats are read before and
 after), through a `celery worker` of 2 processes started here (models/s, Redis commands a model).
 Each is run twice in the same session: grouped (envelopes, as `farm thumbnails` sends them) and one
-model a delivery (the baseline), and their ratio printed.
+model a delivery (the baseline), and their ratio printed. Locally, the pool processes' CPU a model
+too (reaped after each run: RUSAGE_CHILDREN, their start-up included). --grouped-only: the grouped
+local run alone, with this process's peak RSS (a large N: whether a model's cost grows with N).
 
 With --shared N, also a tree of N models that share one 1024x1024 texture (as hundreds of units
 share `Textures\X.blp`), in one process, with the per-process decode cache (renderer.assets.cache)
@@ -179,6 +181,7 @@ def _celery_worker(env: dict, broker: str, tmp: Path):
 
 
 def instant_runs(args) -> None:
+    import multiprocessing
     import resource
 
     env = {**os.environ, "FARM_RENDERER": "thumbnails:instant",
@@ -192,11 +195,13 @@ def instant_runs(args) -> None:
         tree, small = _instant_tree(tmp, args.instant)
         opts = ThumbnailOptions(size=8, sheet=0, render=ThumbnailOptions().render.replace(msaa=1))
         figures: dict[tuple[str, str], tuple[float, float, float | None]] = {}
+        workers_ms: dict[str, float] = {}  # local runs: the pool processes' CPU ms a model
 
         def run(broker: str, mode: str) -> None:
             _one_model_a_delivery(mode == "one a delivery")
             before = _redis_commands(args.broker) if broker != "local" else None
             r0 = resource.getrusage(resource.RUSAGE_SELF)
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             s = make_thumbnails([tree], tmp / f"{broker != 'local'}-{mode}", opts, broker=broker, workers=2,
                                 progress=False)
@@ -207,11 +212,18 @@ def instant_runs(args) -> None:
             cpu = (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
             used = _redis_commands(args.broker) - before if before is not None else None
             figures[broker, mode] = (s.models / dt, cpu / s.models * 1e3, None if used is None else used / s.models)
+            if broker == "local":  # the pool's processes exit on their own after the run: reaped here, counted
+                for p in multiprocessing.active_children():
+                    p.join(60)
+                c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                workers_ms[mode] = ((c1.ru_utime + c1.ru_stime) - (c0.ru_utime + c0.ru_stime)) / s.models * 1e3
 
         def show(label: str, broker: str) -> None:
             grouped, single = figures[broker, "grouped"], figures[broker, "one a delivery"]
             for mode, (rate, ms, cmds) in (("grouped", grouped), ("one a delivery", single)):
                 extra = "" if cmds is None else f"; {cmds:.1f} Redis commands a model"
+                if mode in workers_ms and broker == "local":
+                    extra += f"; workers' CPU {workers_ms[mode]:.3f} ms a model (2 processes, start-up included)"
                 print(f"  {label}, {mode}: {rate:.0f} models/s; coordinator CPU {ms:.3f} ms a model{extra}")
             extra = "" if grouped[2] is None else f", Redis commands {single[2] / grouped[2]:.1f}x fewer"
             print(f"  {label}, grouped / one a delivery: {grouped[0] / single[0]:.2f}x models/s, coordinator CPU"
@@ -219,8 +231,15 @@ def instant_runs(args) -> None:
 
         print(f"instant renderer, {args.instant} one-frame models ({small.name}), 2 processes; grouped"
               f" (envelopes of FARM_BATCH_FRAMES) and one model a delivery, measured in this run:")
-        for mode in ("grouped", "one a delivery"):
+        modes = ("grouped",) if args.grouped_only else ("grouped", "one a delivery")
+        for mode in modes:
             run("local", mode)
+        if args.grouped_only:
+            rate, ms, _ = figures["local", "grouped"]
+            print(f"  local, grouped: {rate:.0f} models/s; coordinator CPU {ms:.3f} ms a model; workers' CPU"
+                  f" {workers_ms['grouped']:.3f} ms a model (2 processes, start-up included); coordinator peak RSS"
+                  f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+            return
         show("local", "local")
         if not args.broker:
             return
@@ -248,6 +267,8 @@ def main() -> int:
     ap.add_argument("--instant", type=int, default=0, metavar="N",
                     help="N one-frame models with the instant renderer: the farm's own cost only")
     ap.add_argument("--broker", help="with --instant: also through Celery on this Redis (redis://HOST:PORT/DB)")
+    ap.add_argument("--grouped-only", action="store_true",
+                    help="with --instant: only the grouped local run (a large N: the per-model cost at scale)")
     args = ap.parse_args()
     if args.instant:
         instant_runs(args)

@@ -9,8 +9,9 @@ the same data always gives the same bytes.
 `append_json_line` appends one record as one line with a single O_APPEND write (`append_line`, for
 any line; the golden decision log uses it too); a write cut short (a full disk) cuts the file back
 to its old length and raises, and a torn last line an earlier append left (a process killed
-mid-write) is cut off before the next one. `read_json_lines` gives the records back, leaving out
-(with a warning) a torn last line.
+mid-write) is cut off before the next one. `LineAppender` appends many lines to one file the
+same way with the file kept open (one write a line, not an open and a close). `read_json_lines`
+gives the records back, leaving out (with a warning) a torn last line.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from pathlib import Path
 
 from renderer.files import atomic_write
 
-__all__ = ["append_json_line", "append_line", "atomic_write", "atomic_write_json", "encoded", "file_digest",
-           "json_bytes", "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks", "json_wide_encoded",
-           "read_json_lines", "read_json_lines_at", "read_wide_json", "write_chunks"]
+__all__ = ["LineAppender", "append_json_line", "append_line", "atomic_write", "atomic_write_json", "encoded",
+           "file_digest", "json_bytes", "json_line", "json_mapping_chunks", "json_wide_bytes", "json_wide_chunks",
+           "json_wide_encoded", "read_json_lines", "read_json_lines_at", "read_wide_json", "write_chunks"]
 
 log = logging.getLogger("farm.files")
 
@@ -202,11 +203,52 @@ def _whole_lines_end(fd: int, size: int) -> int:
     return 0
 
 
+def json_line(record: dict) -> bytes:
+    """`record` as one JSON line (compact, sorted keys, its newline included)."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+    return text.encode("utf-8", "backslashreplace")  # a lone surrogate as its JSON escape
+
+
 def append_json_line(path: str | Path, record: dict) -> None:
     """Append `record` (compact JSON, sorted keys) as one line to `path`: whole or absent. An
     OSError names `path`."""
-    text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-    append_line(path, text.encode("utf-8", "backslashreplace"))  # a lone surrogate as its JSON escape
+    append_line(path, json_line(record))
+
+
+class LineAppender:
+    """`append_line` to one file, many times, by one writer (a caller holding the file's lock): the
+    first line is append_line's (the folder made, a torn last line cut off), then the file stays open
+    and each line is one O_APPEND write, whole or absent (a write cut short is cut back and raises).
+    `close()` when done (before the file is removed or replaced)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    def append(self, line: bytes) -> None:
+        if self._fd is None:
+            append_line(self.path, line)
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            except OSError as e:
+                raise type(e)(e.errno, e.strerror, str(self.path)) from e
+            return
+        try:
+            size = os.fstat(self._fd).st_size
+            try:
+                if os.write(self._fd, line) != len(line):  # cut short: the disk filled part way
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, size)
+                raise
+        except OSError as e:
+            raise type(e)(e.errno, e.strerror, str(self.path)) from e
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def append_line(path: str | Path, line: bytes, *, keep: int | None = None, sync: bool = False) -> int:
@@ -217,8 +259,11 @@ def append_line(path: str | Path, line: bytes, *, keep: int | None = None, sync:
     fails). An OSError names `path`."""
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # its folder is not there yet (made only then: one call, not one a line)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     except OSError as e:
         raise type(e)(e.errno, e.strerror, str(path)) from e
     try:

@@ -389,21 +389,37 @@ class _Settings:
         return cls(**{k: (tuple(d[k]) if k in lists else d[k]) for k in cls.FIELDS if k in d})
 
     @classmethod
-    def split(cls, d: Mapping[str, Any]) -> tuple[RenderSettings, dict]:
+    def split(cls, d: Mapping[str, Any], made: dict | None = None) -> tuple[RenderSettings, dict]:
         """(the settings among `d`'s keys, the other keys): how flat documents (job files, Celery
-        messages) that carry settings next to other fields are read."""
-        return cls.from_dict(d), {k: v for k, v in d.items() if k not in cls.FIELDS}
+        messages) that carry settings next to other fields are read. `made` (the caller's, for many
+        documents read together: an envelope's batches): settings already made, by their values, so
+        the same values are checked and made once, not once a document."""
+        rest = {k: v for k, v in d.items() if k not in cls.FIELDS}
+        if made is None:
+            return cls.from_dict(d), rest
+        key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in cls.FIELDS)
+        try:
+            settings = made.get(key)
+        except TypeError:  # a value no setting takes (a mapping, a nested list): from_dict says which
+            return cls.from_dict(d), rest
+        if settings is None:
+            settings = made[key] = cls.from_dict(d)
+        return settings, rest
 
     def to_dict(self) -> dict:
         """JSON: lists for tuples; a setting newer than job files and Celery messages (`omitted`) only
-        when it is not its default, so documents of settings at their defaults are as they were."""
-        d = {}
-        for s in RENDER_SETTINGS:
-            value = s.value(self)
-            if s.omitted and value == s.default:
-                continue
-            d.update(s.spread(list(value) if s.type is tuple else value))
-        return d
+        when it is not its default, so documents of settings at their defaults are as they were. Made
+        once per settings object (they are frozen), a fresh copy each call."""
+        d = self.__dict__.get("_document")
+        if d is None:
+            d = {}
+            for s in RENDER_SETTINGS:
+                value = s.value(self)
+                if s.omitted and value == s.default:
+                    continue
+                d.update(s.spread(list(value) if s.type is tuple else value))
+            object.__setattr__(self, "_document", d)  # not a field: equality, hashing and replace() ignore it
+        return {k: list(v) if isinstance(v, list) else v for k, v in d.items()}
 
     def replace(self, **changes) -> RenderSettings:
         return replace(self, **changes)

@@ -222,9 +222,10 @@ class Batch:
         }
 
     @classmethod
-    def from_dict(cls, d: dict) -> Batch:
-        """A batch from `to_dict`'s flat form (job files and Celery messages of every version)."""
-        settings, rest = RenderSettings.split(d)
+    def from_dict(cls, d: dict, made: dict | None = None) -> Batch:
+        """A batch from `to_dict`'s flat form (job files and Celery messages of every version); `made`:
+        settings already made for batches read with it (RenderSettings.split)."""
+        settings, rest = RenderSettings.split(d, made)
         return cls(**rest, settings=settings)
 
     def frame_spec(self, sequence: int | None, time_ms: int):

@@ -48,7 +48,8 @@ class Envelope:
 
     @classmethod
     def from_dict(cls, d: dict) -> Envelope:
-        return cls([Batch.from_dict(b) for b in d["batches"]], str(d.get("id") or ""))
+        made: dict = {}  # the batches' settings, made once per distinct value (thumbnails share theirs)
+        return cls([Batch.from_dict(b, made) for b in d["batches"]], str(d.get("id") or ""))
 
 
 def envelopes(batches: list[Batch], budget: int | None = None, least: int = 1) -> list[Envelope]:

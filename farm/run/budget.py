@@ -27,6 +27,7 @@ process of both runners.
 from __future__ import annotations
 
 import contextlib
+import functools
 import resource
 import signal
 import threading
@@ -79,6 +80,12 @@ def private_memory() -> int | None:
     return None
 
 
+@functools.cache
+def _memory_readable() -> bool:
+    """Whether this process can read its private memory (asked once a process, not once a frame)."""
+    return private_memory() is not None
+
+
 def _alarm_handler(deadline: float | None, soft_bytes: int | None):
     def on_alarm(signum, frame):
         if deadline is not None and time.monotonic() >= deadline:
@@ -96,7 +103,7 @@ def frame_deadline(seconds: float) -> Iterator[None]:
     memory passes SOFT_MEMORY_SHARE of its RLIMIT_DATA (no-op when neither applies, or off the main
     thread)."""
     cap = data_limit()
-    soft_bytes = int(cap * SOFT_MEMORY_SHARE) if cap is not None and private_memory() is not None else None
+    soft_bytes = int(cap * SOFT_MEMORY_SHARE) if cap is not None and _memory_readable() else None
     if (not seconds and soft_bytes is None) or threading.current_thread() is not threading.main_thread():
         yield
         return

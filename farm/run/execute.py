@@ -493,10 +493,7 @@ def _ahead(renderer, batch: Batch, work: Work, before: dict) -> dict[str, dict]:
     """key -> {"then": the spec of the frame rendered after it}, for a renderer whose render takes
     `then` (renderer.frame.Renderer: it poses and issues the next frame while this one rasterises);
     {} for the others (stand-ins, and subclasses that override render without it)."""
-    try:
-        if "then" not in inspect.signature(renderer.render).parameters:
-            return {}
-    except (TypeError, ValueError):  # no signature to read: ask for one frame at a time
+    if "then" not in _render_parameters(renderer):  # none to read: one frame at a time
         return {}
     todo = [(k, t) for k, t in work.frames if k not in before]
     return {k: {"then": batch.frame_spec(work.sequence, t)} for (k, _), (_, t) in zip(todo, todo[1:], strict=False)}
@@ -507,10 +504,29 @@ def _context(renderer, context) -> dict:
     the model came from and how its inputs are found, renderer.context); {} for stand-ins that draw
     no textures. (A Renderer subclass that overrides render without it draws the context its model's
     path names, and refuses a Halo model: renderer.formats.context_of.)"""
+    return {"context": context} if "context" in _render_parameters(renderer) else {}
+
+
+_PARAMETERS: dict = {}  # a render function -> the names of its parameters (read once a process, not once a batch)
+
+
+def _render_parameters(renderer) -> frozenset:
+    """The parameter names of `renderer.render` (none when its signature cannot be read)."""
+    render = renderer.render
+    fn = getattr(render, "__func__", render)  # a bound method: its function, the same for every renderer of a class
     try:
-        return {"context": context} if "context" in inspect.signature(renderer.render).parameters else {}
+        return _PARAMETERS[fn]
+    except (KeyError, TypeError):  # not seen yet (or not hashable: read each time)
+        pass
+    try:
+        names = frozenset(inspect.signature(render).parameters)
     except (TypeError, ValueError):  # no signature to read
-        return {}
+        names = frozenset()
+    try:
+        _PARAMETERS[fn] = names
+    except TypeError:
+        pass
+    return names
 
 
 def _alive(pid: int) -> bool:

@@ -130,21 +130,29 @@ class FolderObjects:
             os.close(fd)  # closing releases the lock
 
     def list(self, prefix: str, deep: bool = True) -> list[str]:
-        base = self.root / prefix
-        if not base.is_dir():
+        """The files under `prefix` (links to files too; `deep`: in its folders too, not through links
+        to folders), relative to it, sorted. Plain strings: a job's thousands of delivery files."""
+        base = os.path.join(self.root, prefix)
+        if not os.path.isdir(base):
             return []
-        found = base.rglob("*") if deep else base.iterdir()
-        return sorted(p.relative_to(base).as_posix() for p in found if p.is_file())
+        found = []
+        for folder, _, names in os.walk(base) if deep else [(base, None, os.listdir(base))]:
+            rel = os.path.relpath(folder, base)
+            found.extend(name if rel == "." else f"{rel}/{name}" for name in names
+                         if os.path.isfile(os.path.join(folder, name)))
+        return sorted(found)
 
     def delete(self, keys: Iterable[str]) -> None:
         """Remove the files, then the folders they leave empty (up to the store's root)."""
+        root = str(self.root)
         parents = set()
         for key in keys:
-            path = self.root / key
-            path.unlink(missing_ok=True)
-            parents.add(path.parent)
+            path = os.path.join(root, key)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            parents.add(os.path.dirname(path))
         folders: set[Path] = set()
-        for p in parents:  # each folder once, however many files it held
+        for p in map(Path, parents):  # each folder once, however many files it held
             while p != self.root and p not in folders and p.is_relative_to(self.root):
                 folders.add(p)
                 p = p.parent

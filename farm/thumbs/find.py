@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,9 +108,12 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
     fences = None if follow_links else [Path(os.path.realpath(_folder_of(p))) for p in resolved]
     errors = [] if errors is None else errors
 
-    def leaves(path: Path, shown: str) -> bool:
-        real = Path(os.path.realpath(path))
-        if fences is None or any(real.is_relative_to(f) for f in fences):
+    fence_texts = None if fences is None else [str(f).rstrip(os.sep) + os.sep for f in fences]
+
+    def leaves(path: Path | str, shown: str, real: str | None = None) -> bool:
+        """Whether `path` (whose real path is `real`, when the caller knows it) leads out of every root."""
+        real = real or os.path.realpath(path)
+        if fence_texts is None or any((real + os.sep).startswith(f) for f in fence_texts):
             return False
         errors.append(f"{shown}: refused: a link to {real}, outside the roots named (--follow-links follows it)")
         return True
@@ -133,7 +137,8 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
                 dirnames[:] = sorted(d for d in dirnames
                                      if os.path.realpath(os.path.join(dirpath, d)) not in skip)
                 base = Path(dirpath).relative_to(folder)
-                rels.extend((base / f).as_posix() for f in filenames if _is_model(f))
+                under = "" if dirpath == str(folder) else base.as_posix() + "/"  # once a folder, not a file
+                rels.extend(under + f for f in filenames if _is_model(f))
                 for f in sorted(filenames):
                     if _is_archive(f) and not leaves(Path(dirpath) / f, f"{label}/{(base / f).as_posix()}"):
                         entries, error = _archive_models(Path(dirpath) / f, (base / f).as_posix(), listfile)
@@ -141,16 +146,24 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
                             errors.append(error)
                         out.extend(Found(f"{label}/{rel}", folder, label, rel, source, size)
                                    for rel, source, size in entries)
+        real_dirs: dict[str, str] = {}  # a folder (relative) -> its real path: resolved once, not once a model
         for rel in sorted(rels):
             path = folder / rel
             try:
-                if not path.is_file():
+                st = os.lstat(path)
+                if stat.S_ISLNK(st.st_mode):  # a link: where it leads, and what is there
+                    real, st = os.path.realpath(path), os.stat(path)
+                else:  # the real path of its folder, and its name
+                    head, name = os.path.split(rel)
+                    if head not in real_dirs:
+                        real_dirs[head] = os.path.realpath(os.path.join(folder, head))
+                    real = os.path.join(real_dirs[head], name)
+                if not stat.S_ISREG(st.st_mode):
                     continue
-                real = os.path.realpath(path)
-                size = path.stat().st_size
+                size = st.st_size
             except OSError:
                 continue
-            if real in seen or leaves(path, f"{label}/{rel}"):
+            if real in seen or leaves(path, f"{label}/{rel}", real):
                 continue
             seen.add(real)
             out.append(Found(f"{label}/{rel}", folder, label, rel, path, size))

@@ -23,10 +23,10 @@ from urllib.parse import quote
 import jinja2
 
 from farm.escape import html_finalize
-from farm.files import atomic_write, json_wide_bytes
+from farm.files import atomic_write, encoded, json_wide_encoded
 from farm.thumbs.sheets import short_error
 
-__all__ = ["ENTRY_KEYS", "FORMAT", "render_html", "write_index"]
+__all__ = ["ENTRY_KEYS", "FORMAT", "html_chunks", "render_html", "write_index"]
 
 FORMAT = "modelfarm.thumbnails/1"
 ENTRY_KEYS = (
@@ -72,29 +72,29 @@ TEMPLATE = """<!doctype html>
   <h1>{{ title }}</h1>
   <input id="filter" type="search" placeholder="filter: name, path, sequence, error" autocomplete="off" autofocus>
   <label><input id="failed-only" type="checkbox"> failed only</label>
-  <span class="count" id="count">{{ counts.models }} models, {{ counts.failed }} failed</span>
-  {% if sheets %}<span class="sheets">sheets: {% for s in sheets %}<a href="{{ s.url }}">{{ loop.index }}</a>
+  <span class="count" id="count">{{ counts["models"] }} models, {{ counts["failed"] }} failed</span>
+  {% if sheets %}<span class="sheets">sheets: {% for s in sheets %}<a href="{{ s["url"] }}">{{ loop.index }}</a>
   {% endfor %}</span>{% endif %}
 </header>
 <main class="grid" id="grid">
-{% for m in models %}
-<figure class="tile{% if m.status != 'done' %} failed{% endif %}{% if m.missing %} missing{% endif %}"
-  data-search="{{ m.search }}">
-  {% if m.url %}<a href="{{ m.url }}"><img loading="lazy" src="{{ m.url }}" alt="{{ m.file }}"
-    width="{{ size }}" height="{{ size }}"{% if m.anim_url %} data-poster="{{ m.url }}"
-    data-animation="{{ m.anim_url }}"{% endif %}></a>
-  {% else %}<div class="placeholder" title="{{ m.error }}">failed: {{ m.short_error }}</div>{% endif %}
+{% for m in models %}{% set missing = m["missing"] %}
+<figure class="tile{% if m["status"] != 'done' %} failed{% endif %}{% if m["missing"] %} missing{% endif %}"
+  data-search="{{ m["search"] }}">
+  {% if m["url"] %}<a href="{{ m["url"] }}"><img loading="lazy" src="{{ m["url"] }}" alt="{{ m["file"] }}"
+    width="{{ size }}" height="{{ size }}"{% if m["anim_url"] %} data-poster="{{ m["url"] }}"
+    data-animation="{{ m["anim_url"] }}"{% endif %}></a>
+  {% else %}<div class="placeholder" title="{{ m["error"] }}">failed: {{ m["short_error"] }}</div>{% endif %}
   <figcaption>
-    <div class="file" title="{{ m.id }}">{{ m.file }}</div>
-    {% if m.name %}<div class="path">model {{ m.name }}</div>{% endif %}
-    <div class="path">{{ m.id }}</div>
-    {% if m.missing %}<div class="missing-assets" title="{{ m.missing | join(', ') }}">&#9888; {{ m.missing | length }}
-      missing asset(s): {{ m.missing[:3] | join(', ') }}{% if m.missing | length > 3 %} ...{% endif %}</div>{% endif %}
-    {% if m.blank %}<div class="missing-assets" title="{{ m.blank }}">&#9888; blank: nothing is drawn at this
+    <div class="file" title="{{ m["id"] }}">{{ m["file"] }}</div>
+    {% if m["name"] %}<div class="path">model {{ m["name"] }}</div>{% endif %}
+    <div class="path">{{ m["id"] }}</div>
+    {% if missing %}<div class="missing-assets" title="{{ missing | join(', ') }}">&#9888; {{ missing | length }}
+      missing asset(s): {{ missing[:3] | join(', ') }}{% if missing | length > 3 %} ...{% endif %}</div>{% endif %}
+    {% if m["blank"] %}<div class="missing-assets" title="{{ m["blank"] }}">&#9888; blank: nothing is drawn at this
       time</div>{% endif %}
-    <div class="facts">{% if m.status == 'done' %}{{ m.sequence if m.sequence is not none else '(bind pose)' }}
-      {%- if m.time_ms is not none %} at {{ m.time_ms }} ms{% endif %} &middot; {{ m.vertices }} vertices
-      &middot; {{ m.triangles }} triangles{% if m.diagnostic_count %} &middot; {{ m.diagnostic_count }}
+    <div class="facts">{% if m["status"] == 'done' %}{{ m["sequence"] if m["sequence"] is not none else '(bind pose)' }}
+      {%- if m["time_ms"] is not none %} at {{ m["time_ms"] }} ms{% endif %} &middot; {{ m["vertices"] }} vertices
+      &middot; {{ m["triangles"] }} triangles{% if m["diagnostic_count"] %} &middot; {{ m["diagnostic_count"] }}
       diagnostics{% endif %}{% else %}failed{% endif %}</div>
   </figcaption>
 </figure>
@@ -141,21 +141,39 @@ def _url(rel: str, version: str | None = None) -> str:
     return f"{url}?v={version[:12]}" if version else url
 
 
-def render_html(doc: dict, title: str = "Thumbnails") -> str:
-    models = []
+def _tiles(doc: dict):
+    """Each model's tile: its entry and what the page shows of it (made as the page is written, one at
+    a time, not a second list of every entry)."""
     for e in doc["models"]:
         search = " ".join(str(e.get(k) or "") for k in ("file", "name", "id", "sequence", "model_format", "error"))
         search += " missing" if e.get("missing") else ""
         search += " blank" if e.get("blank") else ""
-        models.append({**e, "url": _url(e["thumbnail"], e.get("image_sha256")) if e.get("thumbnail") else None,
-                       "anim_url": _url(e["animation"], e.get("animation_sha256")) if e.get("animation") else None,
-                       "search": " ".join(search.lower().split()), "short_error": short_error(e)})
+        yield {**e, "url": _url(e["thumbnail"], e.get("image_sha256")) if e.get("thumbnail") else None,
+               "anim_url": _url(e["animation"], e.get("animation_sha256")) if e.get("animation") else None,
+               "search": " ".join(search.lower().split()),
+               "short_error": "" if e.get("thumbnail") else short_error(e)}  # shown for a tile without one
+
+
+def html_chunks(doc: dict, title: str = "Thumbnails"):
+    """index.html's text in pieces (about 64 KiB each), as the template makes it."""
     sheets = [{"url": _url(s)} for s in doc.get("sheets", [])]
-    return _template.render(title=title, models=models, sheets=sheets, counts=doc["counts"],
-                            size=doc["options"]["size"], tile=min(int(doc["options"]["size"]), 256))
+    pieces, size = [], 0
+    for piece in _template.generate(title=title, models=_tiles(doc), sheets=sheets, counts=doc["counts"],
+                                    size=doc["options"]["size"], tile=min(int(doc["options"]["size"]), 256)):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= 1 << 16:
+            yield "".join(pieces)
+            pieces, size = [], 0
+    yield "".join(pieces)
+
+
+def render_html(doc: dict, title: str = "Thumbnails") -> str:
+    return "".join(html_chunks(doc, title))
 
 
 def write_index(out: Path, doc: dict, tmp_dir: Path, title: str = "Thumbnails") -> None:
-    atomic_write(out / "index.json", json_wide_bytes(doc, "models"), tmp_dir)  # a model a line, C-encoded
+    """index.json and index.html, each written in pieces (never one string of every model)."""
+    atomic_write(out / "index.json", json_wide_encoded(doc, "models"), tmp_dir)  # a model a line, C-encoded
     # Names from bytes that are not UTF-8 (os.fsdecode's surrogates) show as \udcXX escapes
-    atomic_write(out / "index.html", render_html(doc, title).encode("utf-8", "backslashreplace"), tmp_dir)
+    atomic_write(out / "index.html", encoded(html_chunks(doc, title)), tmp_dir)

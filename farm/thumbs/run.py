@@ -306,6 +306,7 @@ def make_thumbnails(roots: list[str | Path], out: str | Path, opts: ThumbnailOpt
                 _publish(todo, runner, inputs)
                 _run(todo, out, opts, state, fps, summary, broker, workers,
                      Progress(len(todo), enabled=progress, desc="thumbnails"), runner, on_recorded=sheets.result)
+                todo.clear()  # rendered and recorded: the batches are not held while the index is made
             entries = _finish(found, out, opts, state)
             summary.failed = {e["id"]: e["error"] for e in entries if e["status"] != "done"}
             summary.causes = {e["id"]: e["cause"] or "model" for e in entries if e["status"] != "done"}
@@ -352,9 +353,14 @@ def _plan(found, out: Path, opts: ThumbnailOptions, state: ThumbState, summary: 
     fps: dict[str, str] = {}
     seen: dict[str, str | None] = {}  # asset location -> its sha256 now (each shared texture hashed once)
     made: dict[tuple, RenderSettings] = {}  # asset roots -> the settings (checked once, not once a model)
+    folders: dict[tuple, tuple[list[str], str]] = {}  # (folder, root) -> its models' asset roots and fingerprint
     for f in found:
-        assets = asset_roots_for(f, root_folders, extra_assets)
-        fps[f.id] = fp = fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
+        where = (str(f.path.parent), str(f.root))  # what asset_roots_for depends on, with the roots and options
+        if where not in folders:
+            assets = asset_roots_for(f, root_folders, extra_assets)
+            folders[where] = assets, fingerprint({**_render_options(opts, assets), **_animation_options(opts)})
+        assets, fp = folders[where]
+        fps[f.id] = fp
         try:
             digest = model_digest(str(f.path))
         except (OSError, FormatError) as e:  # a file: OSError; an archive entry: FormatError (read_source)
@@ -426,10 +432,12 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbSt
     """Render the batches; each result is written and recorded, then `on_recorded(model_id)`."""
     job_id = f"thumbnails-{secrets.token_hex(4)}"
     digests = {b.model_rel: b.model_digest for b in batches}
+    thumbs = {b.model_rel: b.params["write"]["thumbnail"] for b in batches if b.params.get("write")}  # planned
 
     def on_result(result: BatchResult) -> None:
         model_id = result.frames[0].key
-        rec = _write_result(result, out, opts, state, fps.get(model_id), digests.get(model_id))
+        rec = _write_result(result, out, opts, state, fps.get(model_id), digests.get(model_id),
+                            thumbs.get(model_id))
         state.record(model_id, rec)  # after the image: a journal line never names a missing file
         summary.rendered.append(model_id)
         if rec["status"] == "done" and (rec.get("missing") or rec.get("diagnostic_count")):
@@ -448,8 +456,9 @@ def _run(batches: list[Batch], out: Path, opts: ThumbnailOptions, state: ThumbSt
 
 
 def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state: ThumbState, fp: str | None,
-                  digest: str | None) -> dict:
-    """A model's result written (its image, sidecar, digest-keyed copy, animation) and its record.
+                  digest: str | None, thumb: str | None = None) -> dict:
+    """A model's result written (its image, sidecar, digest-keyed copy, animation) and its record;
+    `thumb`: where its still goes (`_thumb_rel`), when the batch already says.
     A runner's own verdict (a lost worker, a store error: no facts from a worker) is cause "worker"."""
     frame = result.frames[0]
     model_id = frame.key
@@ -459,12 +468,12 @@ def _write_result(result: BatchResult, out: Path, opts: ThumbnailOptions, state:
     rec.update(sha256=info.get("sha256") or digest, options=fp,
                inputs={a["found"]: a["sha256"] for a in info.get("assets") or () if a.get("found") and a.get("sha256")})
     trace = info.get("trace") or {}
-    thumb = _thumb_rel(model_id, opts.format)
+    thumb = thumb or _thumb_rel(model_id, opts.format)
     image_digest = _thumbnail_in_place(frame, image, info.pop("written", None), out / thumb, state.tmp)
     if image_digest is not None:
         keyed = f"{DIGEST_FOLDER}/{rec['sha256']}-{fp}.{opts.format}" if rec["sha256"] and fp else None
         if keyed:
-            _same_bytes(out / thumb, out / keyed, state.tmp)
+            _same_bytes(os.path.join(out, thumb), os.path.join(out, keyed), state.tmp)
         sidecar = None
         if opts.format != "png":
             sidecar = thumb + ".json"
@@ -499,20 +508,24 @@ def _thumbnail_in_place(frame, image: str | None, written: str | None, path: Pat
     return digest
 
 
-def _same_bytes(written: Path, path: Path, tmp: Path) -> None:
+def _same_bytes(written: str, path: str, tmp: Path) -> None:
     """`path` given the bytes of `written`: a hard link to it, put in place as atomic_write puts a
     file (no second file written: a thumbnail's digest-keyed copy), else a copy of the bytes."""
-    link = tmp / f".{path.name[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    link = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(written, path)  # not there yet (a fresh name): the link is made whole or not at all
+        except FileNotFoundError:  # its folder is not there yet (or `written` is gone: the copy below says so)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.link(written, path)
         except FileExistsError:
+            link = os.path.join(tmp, f".{os.path.basename(path)[:40]}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
             os.link(written, link)
             os.replace(link, path)
     except OSError:  # no hard links here (or another file system): the bytes, written again
-        link.unlink(missing_ok=True)
-        atomic_write(path, written.read_bytes(), tmp)
+        if link is not None:
+            Path(link).unlink(missing_ok=True)
+        atomic_write(path, Path(written).read_bytes(), tmp)
 
 
 _NO_ANIMATION = {"animation": None, "animation_sidecar": None, "animation_sha256": None}
@@ -550,13 +563,12 @@ def _finish(found: list[Found], out: Path, opts: ThumbnailOptions, state: ThumbS
 
 
 def _prune_empty(folder: Path) -> None:
-    if not folder.is_dir():
-        return
-    for p in sorted(folder.rglob("*"), key=lambda p: -len(p.parts)):
-        if p.is_dir():
+    """Remove the empty folders under `folder` (deepest first: one emptied by that is removed too)."""
+    for dirpath, _, filenames in os.walk(folder, topdown=False):
+        if dirpath != str(folder) and not filenames:
             try:
-                p.rmdir()
-            except OSError:
+                os.rmdir(dirpath)
+            except OSError:  # not empty after all (a folder left in it)
                 pass
 
 

@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from farm.files import append_json_line, atomic_write, json_wide_bytes
+from farm.files import LineAppender, atomic_write, json_line, json_wide_encoded
 
 __all__ = ["FILE_KEYS", "FORMAT", "ThumbState", "StateLocked", "fingerprint"]
 
@@ -43,10 +43,12 @@ def fingerprint(options: dict) -> str:
 class ThumbState:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
+        self._tmp = self.folder / "tmp"  # made once: every write of a run names it
         self.records: dict[str, dict] = {}
         self.sheets: dict[str, str] = {}  # sheet file (relative to DIR) -> fingerprint of its content
         self.files: set[str] = set()  # every output file any record named (to remove the ones no longer wanted)
         self._lock_fd: int | None = None
+        self._journal = LineAppender(self.journal_path)  # open from the first record to compact or unlock
 
     @property
     def state_path(self) -> Path:
@@ -58,7 +60,7 @@ class ThumbState:
 
     @property
     def tmp(self) -> Path:
-        return self.folder / "tmp"
+        return self._tmp
 
     # --- lock
     def lock(self) -> None:
@@ -77,6 +79,7 @@ class ThumbState:
         self._lock_fd = fd
 
     def unlock(self) -> None:
+        self._journal.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)  # closing releases the flock
             self._lock_fd = None
@@ -116,11 +119,12 @@ class ThumbState:
         """Remember a finished model now (one appended line, whole or absent; an OSError names the journal)."""
         self.records[model_id] = rec
         self._note_files(rec)
-        append_json_line(self.journal_path, {"id": model_id, "record": rec})
+        self._journal.append(json_line({"id": model_id, "record": rec}))
 
     def compact(self, keep: list[str]) -> None:
         """Write state.json with the records of `keep` (the models found this run) and empty the journal."""
         self.records = {k: self.records[k] for k in keep if k in self.records}
         doc = {"format": FORMAT, "models": self.records, "sheets": self.sheets}
-        atomic_write(self.state_path, json_wide_bytes(doc, "models"), self.tmp)  # a model a line, C-encoded
+        atomic_write(self.state_path, json_wide_encoded(doc, "models"), self.tmp)  # a model a line, in pieces
+        self._journal.close()
         self.journal_path.unlink(missing_ok=True)
