@@ -30,6 +30,7 @@ from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.escape import html_finalize
 from farm.files import atomic_write, json_wide_chunks, write_chunks
+from farm.report.cards import card_html, row_html
 from farm.report.images import ReportImages, heatmap_relpath, image_relpath
 from farm.report.junit import write_junit
 from farm.report.markdown import markdown_summary
@@ -269,12 +270,16 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None, pag
              else f"modelfarm: {results['job']}")
     strips = page["strips"] if "strips" in page else build_strip_views(results, views, serve)
     max_side = max([max(v["w"], v["h"]) for v in views] + [max(s["w"], s["h"]) for s in strips] or [128])
+    new_label, golden_label = ("head", "base") if diff else ("new", "golden")
+    pick = bool(serve) and not diff
     return _env().get_template("report.html.j2").render(
+        rows=Markup("".join(row_html(v, pick) for v in views)),
+        cards=Markup("".join(card_html(v, new_label, golden_label) for v in views)),
         strips=strips, failing_strips=sum(1 for s in strips if s["failing"]),
         title=title if count == 1 else f"{title} (page {number} of {count})", results=results, views=views,
         diff=diff, counts=counts, statuses=statuses, head=page["head"] if "head" in page else counts_view(results),
         labels=LABELS, models=models, serve=serve, zoom=2 if max_side <= 160 else 1,
-        new_label="head" if diff else "new", golden_label="base" if diff else "golden",
+        new_label=new_label, golden_label=golden_label,
         root="" if number == 1 else "../", page_number=number, page_count=count,
         pager=_pager(number, count) if count > 1 else [], row_files=page.get("row_files", 0),
         match_limit=MATCH_LIMIT, total=counts.get("total", len(views)),
