@@ -34,7 +34,7 @@ from farm.report.cards import card_html, row_html
 from farm.report.images import ReportImages, heatmap_relpath, image_relpath
 from farm.report.junit import write_junit
 from farm.report.markdown import markdown_summary
-from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
+from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, report_order
 from farm.report.pages import MATCH_LIMIT, Page, page_url, plan_pages, row_files
 from farm.report.published import report_origin
 from farm.report.strips import FilmStrip, filmstrips, time_text
@@ -160,7 +160,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None, traces: lis
     src = _Sources(results, out, prefix, placed)
     diff = src.diff
     views = []
-    for t in sort_traces(results["traces"].values()) if traces is None else traces:
+    for t in report_order(results["traces"]) if traces is None else traces:
         new_src, golden_src, diff_src = src.frames(t)
         size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
         rows = metric_rows(t)
@@ -223,7 +223,7 @@ def build_strip_views(results: dict, views: list[dict], serve: dict | None = Non
     view's images and status."""
     by_key = {v["key"]: v for v in views}
     out = []
-    for strip in filmstrips(results["traces"].values()) if strips is None else strips:
+    for strip in filmstrips(results["traces"]) if strips is None else strips:
         frames = [_strip_frame(strip, i, by_key.get(t["key"], {})) for i, t in enumerate(strip.frames)]
         keys = [f["key"] for f in frames if f["approvable"]]
         first = by_key.get(strip.frames[0]["key"], {})
@@ -326,8 +326,8 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
         if f.is_file():
             atomic_write(out / "static" / f.name, f.read_bytes())
     results = {**results, "origin": report_origin(results, out, report_url)}  # for farm approve REPORT
-    order = sort_traces(results["traces"].values())
-    strips = filmstrips(results["traces"].values())
+    order = report_order(results["traces"])  # read a trace at a time: farm.compare.table
+    strips = filmstrips(results["traces"])
     pages = plan_pages(order, strips)
     _clear_pages(out, len(pages))
     files = 0
@@ -347,7 +347,8 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     write_junit(paths["junit"], results, out)
     md_views = _markdown_views(results, out, order, first, markdown_limit)
     atomic_write(paths["markdown"], markdown_summary(results, md_views, image_base=image_base, limit=markdown_limit,
-                                                     report_url=report_url, strips=strips).encode("utf-8"))
+                                                     report_url=report_url, strips=strips,
+                                                     in_order=order).encode("utf-8"))
     write_chunks(paths["results"], json_wide_chunks(results, "traces"))
     return paths
 
