@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from markupsafe import Markup
 
-from farm.report.cards import card_html, row_html
+from farm.report.cards import card_html, row_html, strip_cells_html, strip_heads_html
 from farm.report.html import _env
 
 REFERENCE = (Path(__file__).parent / "data" / "report_cards.html.j2").read_text("utf-8")
 ROWS, CARDS = REFERENCE.split("{# cards #}\n")
+CARDS, STRIPS = CARDS.split("{# heads #}\n")
 
 HOSTILE = 'models/<b>"x"</b>&\'y\'.mdx|St\x1band\u202e|0ms|auto|8x8'
 
@@ -58,3 +59,25 @@ def test_rows_and_cards_are_the_template_bytes(serve, diff):
     assert "".join(row_html(v, pick) for v in views) == want_rows
     assert "".join(card_html(v, *labels) for v in views) == want_cards
     assert "&lt;b&gt;" in want_cards and "\\x1b" in want_cards and "<b>" not in want_cards  # escaped, shown
+
+
+HEADS, CELLS = STRIPS.split("{# cells #}\n")
+
+
+def _frame(i: int, flags: tuple) -> dict:
+    worst, current, golden, new, diff_src, approvable = flags
+    return {"index": i, "key": f"{HOSTILE}|{i}", "anchor": f"t-{i:012x}", "status": "fail" if i % 3 else "pass",
+            "label": "failed <&>", "time": f"{20 * i} ms \x1b", "new_src": f"img/ab/{i}&.png" if new else None,
+            "golden_src": "img/cd/\"g\".png" if golden else None, "diff_src": "img/ef/<d>.png" if diff_src else None,
+            "ssim": "0.5000" if i % 2 else "-", "worst": worst, "current": current, "approvable": approvable}
+
+
+@pytest.mark.parametrize("labels", [("golden", "new"), ("base", "head")])
+def test_filmstrip_rows_are_the_template_bytes(labels):
+    frames = [_frame(i, flags) for i, flags in enumerate(itertools.product((False, True), repeat=6))]
+    env = _env()
+    assert strip_heads_html(frames) == env.from_string(HEADS).render(s={"frames": frames})
+    for row, label in zip(("golden", "new"), labels, strict=True):
+        want = env.from_string(CELLS).render(s={"frames": frames}, row=row, label=label)
+        assert strip_cells_html(frames, row, label) == want
+        assert ("&#34;g&#34;" in want) == (row == "golden") and "\\x1b" in want  # escaped, shown

@@ -78,38 +78,45 @@ class ResultTable(MutableMapping):
                 or type(g["png"]) is not str or type(g["missing"]) is not list or self._images is None
                 or g["path"] != f"{self._images}/{g['png']}.png" or m["thresholds"] is not r["thresholds"]):
             return None
-        approval = self._share((g["scope"], g["scope_env"], g["by"], g["at"], g["run"], g["env"], tuple(g["missing"]),
-                                g["blank"]))
         sizes = [m["size"], m["golden_size"]]
         if any(s is not None and type(s) is not list for s in sizes):
             return None
-        metrics = self._share((m["status"], m["ssim"], m["ssim_rgb"], m["ssim_alpha"], m["pixels_over"], m["max_diff"],
-                               m["reason"], *(None if s is None else tuple(s) for s in sizes), id(m["thresholds"]),
-                               id(m["checks"])))
-        self._shared.setdefault(("objects", metrics), (m["thresholds"], m["checks"]))  # keeps the ids' objects
+        approval = self._template((g["scope"], g["scope_env"], g["by"], g["at"], g["run"], g["env"],
+                                   tuple(g["missing"]), g["blank"]), g, ("digest", "png", "path"))
+        metrics = self._template((m["status"], m["ssim"], m["ssim_rgb"], m["ssim_alpha"], m["pixels_over"],
+                                  m["max_diff"], m["reason"], *(None if s is None else tuple(s) for s in sizes),
+                                  id(m["thresholds"]), id(m["checks"])), m, ("digest", "golden_digest"))
         return (r["model"], r["sequence"], r["time_ms"], png, digest, self._share(tuple(r["size"])), r["env"],
                 png if g["png"] == png else g["png"], approval, metrics, r["render_s"], r["compare_s"], r["blank"],
                 tuple(r["missing"]))
 
+    def _template(self, values: tuple, d: dict, own: tuple[str, ...]) -> dict:
+        """The one dict shared by every row whose `d` has these `values` (its `own` fields, each row's, left
+        None); `values` name the shared objects (thresholds, checks) by id: the template holds them."""
+        template = self._shared.get(values)
+        if template is None:
+            template = {k: tuple(v) if type(v) is list else v for k, v in d.items()}  # never a row's own list
+            template = self._shared[values] = {**template, **dict.fromkeys(own)}
+        return template
+
     def _unpack(self, key: str, row: tuple) -> dict:
         model, sequence, time_ms, png, digest, size, env, gpng, approval, metrics, render_s, compare_s, blank, \
             missing = row
-        scope, scope_env, by, at, run, genv, gmissing, gblank = approval
-        status, ssim, ssim_rgb, ssim_alpha, over, max_diff, reason, msize, gsize, _, _ = metrics
-        thresholds, checks = self._shared[("objects", metrics)]
+        golden = dict(approval)  # the shared template's copy: its lists copied too, so a reader's change stays its own
+        golden["digest"], golden["png"], golden["path"] = digest, gpng, f"{self._images}/{gpng}.png"
+        golden["missing"] = list(golden["missing"])
+        m = dict(metrics)
+        m["digest"] = m["golden_digest"] = digest
+        if m["size"] is not None:
+            m["size"] = list(m["size"])
+        if m["golden_size"] is not None:
+            m["golden_size"] = list(m["golden_size"])
         return {
             "key": key, "model": model, "sequence": sequence, "time_ms": time_ms, "status": "pass", "match": "exact",
-            "reason": None, "png": png, "digest": digest, "size": list(size), "env": env,
-            "golden": {"digest": digest, "png": gpng, "scope": scope, "scope_env": scope_env, "by": by, "at": at,
-                       "run": run, "env": genv, "path": f"{self._images}/{gpng}.png", "missing": list(gmissing),
-                       "blank": gblank},
-            "metrics": {"status": status, "ssim": ssim, "ssim_rgb": ssim_rgb, "ssim_alpha": ssim_alpha,
-                        "pixels_over": over, "max_diff": max_diff, "reason": reason, "digest": digest,
-                        "golden_digest": digest, "size": None if msize is None else list(msize),
-                        "golden_size": None if gsize is None else list(gsize), "thresholds": thresholds,
-                        "checks": checks},
-            "thresholds": thresholds, "diff_image": None, "ssim_image": None, "render_s": render_s,
-            "compare_s": compare_s, "blank": blank, "missing": list(missing), "golden_note": None,
+            "reason": None, "png": png, "digest": digest, "size": list(size), "env": env, "golden": golden,
+            "metrics": m, "thresholds": m["thresholds"], "diff_image": None, "ssim_image": None,
+            "render_s": render_s, "compare_s": compare_s, "blank": blank, "missing": list(missing),
+            "golden_note": None,
         }
 
 

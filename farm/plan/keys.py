@@ -34,6 +34,7 @@ frames across times (its time as ``*``), what the report groups into filmstrips.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import field, make_dataclass, replace
 
@@ -167,7 +168,19 @@ def timeless_key(key: str) -> str:
     """`key` with ``*`` for its time (``models/crate.mdx|Stand|*|auto|...``): the one name of every
     frame of a model, sequence, camera and size (every key field but the time) across timestamps, ms
     and fractions alike (the report's filmstrips, farm.report.strips). TraceKeyError for a non-key."""
-    k = parse_key(key)
+    parts = str(key).split("|", 3)
+    if len(parts) == 4 and (_TIME.fullmatch(parts[2]) or key_time_pct(key)):  # the time as parse_key takes it
+        try:
+            return _timeless(parts[0], parts[1], parts[3])  # one parse for every time of a model, sequence, ...
+        except TraceKeyError:
+            pass
+    k = parse_key(key)  # the error names the key itself
+    return _join(k.model, k.sequence, "*", k)
+
+
+@functools.lru_cache(maxsize=4096)
+def _timeless(model: str, sequence: str, rest: str) -> str:
+    k = parse_key(f"{model}|{sequence}|0ms|{rest}")
     return _join(k.model, k.sequence, "*", k)
 
 

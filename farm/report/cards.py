@@ -175,3 +175,43 @@ def card_html(v: dict, new_label: str, golden_label: str) -> str:
     key, anchor = _e(v["key"]), _e(v["anchor"])
     return (_heading(v, key, anchor) + _VIEW_BUTTONS + _views(v, new_label, golden_label) + _details(v)
             + "</section>\n")
+
+
+def strip_heads_html(frames: list[dict]) -> str:
+    """A filmstrip's time row: a <th> per frame (farm.report.html._strip_frame's views)."""
+    out = []
+    for f in frames:
+        key, t = _e(f["key"]), _e(f["time"])
+        worst, current = f["worst"], f["current"]
+        out.append(
+            f'<th scope="col" class="strip-col{" worst" if worst else ""}{" current" if current else ""}"'
+            f' data-index="{_e(f["index"])}" data-trace="{key}" data-status="{_e(f["status"])}"'
+            f' data-label="{_e(f["label"])}" data-time="{t}" data-ssim="{_e(f["ssim"])}"'
+            f'{_WORST if worst else ""}'
+            + (f' data-golden-src="{_e(f["golden_src"])}"' if f["golden_src"] else "")
+            + (f' data-new-src="{_e(f["new_src"])}"' if f["new_src"] else "")
+            + (f' data-diff-src="{_e(f["diff_src"])}"' if f["diff_src"] else "")
+            + f'><a class="strip-card" href="#{_e(f["anchor"])}" data-trace="{key}" title="open this frame\'s card">'
+              f'{t}</a>' + (_WORST_MARK if worst else "") + "</th>")
+    return "".join(out)
+
+
+def strip_cells_html(frames: list[dict], row: str, label: str) -> str:
+    """A filmstrip's row of images (`row`: "golden" or "new"; `label` its plain word): a <td> per frame."""
+    out = []
+    for f in frames:
+        src = f["golden_src"] if row == "golden" else f["new_src"]
+        status, t = _e(f["status"]), _e(f["time"])
+        out.append(
+            f'<td class="strip-cell status-{status}{" worst" if f["worst"] else ""}'
+            f'{" current" if f["current"] else ""}" data-index="{_e(f["index"])}" data-trace="{_e(f["key"])}"'
+            f' data-status="{status}"{_APPROVABLE if row == "new" and f["approvable"] else ""}>'
+            + (f'<img class="strip-thumb checker" src="{_e(src)}" alt="{label} at {t}" width="64" height="64"'
+               f' loading="lazy">' if src else f'<span class="none">no {label}</span>')
+            + f'<span class="badge status-{status}">{_e(f["label"])}</span></td>')
+    return "".join(out)
+
+
+_WORST = ' data-worst="1"'
+_WORST_MARK = ' <span class="worst-mark" title="the strip\'s worst frame">worst</span>'
+_APPROVABLE = ' data-approvable="1"'

@@ -30,7 +30,7 @@ from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.escape import html_finalize
 from farm.files import atomic_write, json_wide_chunks, write_chunks
-from farm.report.cards import card_html, row_html
+from farm.report.cards import card_html, row_html, strip_cells_html, strip_heads_html
 from farm.report.images import ReportImages, heatmap_relpath, image_relpath
 from farm.report.junit import write_junit
 from farm.report.markdown import markdown_summary
@@ -222,6 +222,8 @@ def build_strip_views(results: dict, views: list[dict], serve: dict | None = Non
     """The filmstrips of the page (farm.report.strips; `strips`, default all of them), each frame with its
     view's images and status."""
     by_key = {v["key"]: v for v in views}
+    labels = (("golden", "base"), ("new", "head")) if results.get("kind") == "diff" else (("golden", "golden"),
+                                                                                          ("new", "new"))
     out = []
     for strip in filmstrips(results["traces"]) if strips is None else strips:
         frames = [_strip_frame(strip, i, by_key.get(t["key"], {})) for i, t in enumerate(strip.frames)]
@@ -235,7 +237,8 @@ def build_strip_views(results: dict, views: list[dict], serve: dict | None = Non
             "w": first.get("w", 128), "h": first.get("h", 128), "collapsed": group_of(strip.status) == "passed",
             "approve": approve_command(results, extra=tuple(x for k in keys for x in ("--trace", k))) if keys
             else None, "can_decide": serve is not None and any(by_key[k].get("can_decide") for k in keys),
-            "approvable": len(keys),
+            "approvable": len(keys), "heads": Markup(strip_heads_html(frames)),
+            "cells": {row: Markup(strip_cells_html(frames, row, label)) for row, label in labels},
         })
     return out
 

@@ -51,7 +51,7 @@ def approve_flags(results: dict, key: str | None = None, extra: tuple = ()) -> l
         chosen = [traces[key]] if key in traces else []
     else:
         wanted = {_SELECTED[x] for x in extra if x in _SELECTED}
-        chosen = [t for t in traces.values() if t.get("status") in wanted]
+        chosen = [t for t in traces.values() if t.get("status") in wanted] if wanted else []
     return [flag for m, flag in MARK_FLAGS.items() if any(t.get(m) for t in chosen)]
 
 
