@@ -11,6 +11,8 @@ card markup they replace, hostile names included.
 
 from __future__ import annotations
 
+import functools
+
 from markupsafe import Markup, escape
 
 from farm.escape import html_finalize
@@ -18,8 +20,10 @@ from farm.escape import html_finalize
 __all__ = ["card_html", "row_html"]
 
 
+@functools.lru_cache(maxsize=1 << 14, typed=True)  # typed: a Markup is not the str of the same text
 def _e(value) -> str:
-    """A value as `{{ value }}` prints it on a report page (finalize, then autoescape)."""
+    """A value as `{{ value }}` prints it on a report page (finalize, then autoescape); cached, since most
+    of a card's values (statuses, models, labels, metric rows, who approved) repeat from card to card."""
     return str(escape(html_finalize(value)))
 
 
