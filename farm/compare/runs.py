@@ -50,7 +50,7 @@ from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
 from farm.compare.metrics import Comparison, compare, recorded_thresholds
 from farm.compare.status import statuses
 from farm.compare.table import ResultTable
-from farm.files import json_wide_encoded
+from farm.files import json_wide_encoded, read_wide_json
 from farm.goldens.index import GENERIC, GoldenIndex, env_key, now
 from farm.images import blank_reason, image_digest, png_bytes, read_png, read_png_header
 from farm.plan.causes import CAUSE_HINTS
@@ -446,9 +446,9 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
         for k in keys:
             if k in job.traces:
                 traces[k] = _timed(_compare_trace, job, index, k, job.traces[k], heatmaps, envs)
-        traces = ResultTable(sorted(traces.items()), str(index.images_dir))
+        traces = ResultTable(sorted(traces.items()))
     else:
-        traces = ResultTable(images_dir=str(index.images_dir))
+        traces = ResultTable()
         for k, t in sorted(job.traces.items()):
             traces[k] = _timed(_compare_trace, job, index, k, t, heatmaps, envs)
     results = {
@@ -464,11 +464,24 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
 
 
 def load_results(job, name: str = COMPARISON) -> dict | None:
-    raw = job.store.read_artefact(job.id, name)
-    try:
-        data = json.loads(raw.decode("utf-8")) if raw is not None else None
-    except ValueError:
+    """A stored comparison (None when absent, not JSON or of another format), its traces read a block of
+    lines at a time into a `ResultTable` (a 100k-trace document, about 170 MB, is never all dicts); an
+    older, indented document is read whole."""
+    file = job.store.open_artefact(job.id, name)
+    if file is None:
         return None
+    table = ResultTable()
+    with file:
+        try:
+            data = read_wide_json(file.read, {"traces": table.update})
+            if "traces" in data:
+                data["traces"] = table
+        except ValueError:
+            file.seek(0)
+            try:
+                data = json.loads(file.read().decode("utf-8"))
+            except ValueError:
+                return None
     if not isinstance(data, dict):
         return None
     return data if data.get("format") == FORMAT else None

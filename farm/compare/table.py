@@ -24,15 +24,15 @@ _TRACE = ("key", "model", "sequence", "time_ms", "status", "match", "reason", "p
 _GOLDEN = ("digest", "png", "scope", "scope_env", "by", "at", "run", "env", "path", "missing", "blank")
 _METRICS = ("status", "ssim", "ssim_rgb", "ssim_alpha", "pixels_over", "max_diff", "reason", "digest",
             "golden_digest", "size", "golden_size", "thresholds", "checks")
+_TRACE_FIELDS, _GOLDEN_FIELDS, _METRICS_FIELDS = set(_TRACE), set(_GOLDEN), set(_METRICS)
 _dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode
 
 
 class ResultTable(MutableMapping):
     """trace key -> result (see the module docstring); iterates in the order keys were first put."""
 
-    def __init__(self, items=(), images_dir: str | None = None):
+    def __init__(self, items=()):
         self._rows: dict[str, tuple | dict] = {}
-        self._images = images_dir  # the goldens' images folder: an exact match's golden path is <it>/<png>.png
         self._shared: dict = {}  # interned golden approvals, metrics, sizes
         for k, v in (items.items() if isinstance(items, Mapping) else items):
             self[k] = v
@@ -66,44 +66,54 @@ class ResultTable(MutableMapping):
     def _share(self, value):
         return self._shared.setdefault(value, value)
 
+    def _canonical(self, d: dict) -> dict:
+        """One dict for every equal thresholds or checks dict (results read back from JSON have one each)."""
+        return self._shared.setdefault(("json", _dumps(d)), d)
+
     def _pack(self, key: str, r: dict) -> tuple | None:
         """An exact pass as a row; None for anything else (or anything shaped otherwise: kept as a dict)."""
-        if (tuple(r) != _TRACE or r["key"] != key or r["status"] != "pass" or r["match"] != "exact"
+        if (r.keys() != _TRACE_FIELDS or r["key"] != key or r["status"] != "pass" or r["match"] != "exact"
                 or r["reason"] is not None or r["diff_image"] is not None or r["ssim_image"] is not None
                 or r["golden_note"] is not None or type(r["size"]) is not list or type(r["missing"]) is not list):
             return None
         g, m, digest, png = r["golden"], r["metrics"], r["digest"], r["png"]
-        if (type(g) is not dict or type(m) is not dict or tuple(g) != _GOLDEN or tuple(m) != _METRICS
+        if (type(g) is not dict or type(m) is not dict or g.keys() != _GOLDEN_FIELDS or m.keys() != _METRICS_FIELDS
                 or g["digest"] != digest or m["digest"] != digest or m["golden_digest"] != digest
-                or type(g["png"]) is not str or type(g["missing"]) is not list or self._images is None
-                or g["path"] != f"{self._images}/{g['png']}.png" or m["thresholds"] is not r["thresholds"]):
+                or type(g["png"]) is not str or type(g["missing"]) is not list or type(g["path"]) is not str
+                or not g["path"].endswith(f"{g['png']}.png") or type(r["thresholds"]) is not dict
+                or type(m["checks"]) is not dict or m["thresholds"] != r["thresholds"]):
             return None
         sizes = [m["size"], m["golden_size"]]
         if any(s is not None and type(s) is not list for s in sizes):
             return None
+        thresholds = r["thresholds"] if m["thresholds"] is r["thresholds"] else self._canonical(r["thresholds"])
+        checks = m["checks"] if m["thresholds"] is r["thresholds"] else self._canonical(m["checks"])
         approval = self._template((g["scope"], g["scope_env"], g["by"], g["at"], g["run"], g["env"],
                                    tuple(g["missing"]), g["blank"]), g, ("digest", "png", "path"))
         metrics = self._template((m["status"], m["ssim"], m["ssim_rgb"], m["ssim_alpha"], m["pixels_over"],
                                   m["max_diff"], m["reason"], *(None if s is None else tuple(s) for s in sizes),
-                                  id(m["thresholds"]), id(m["checks"])), m, ("digest", "golden_digest"))
+                                  id(thresholds), id(checks)), {**m, "thresholds": thresholds, "checks": checks},
+                                 ("digest", "golden_digest"))
         return (r["model"], r["sequence"], r["time_ms"], png, digest, self._share(tuple(r["size"])), r["env"],
                 png if g["png"] == png else g["png"], approval, metrics, r["render_s"], r["compare_s"], r["blank"],
-                tuple(r["missing"]))
+                tuple(r["missing"]), self._share(g["path"][:-len(g["png"]) - 4]))
 
     def _template(self, values: tuple, d: dict, own: tuple[str, ...]) -> dict:
         """The one dict shared by every row whose `d` has these `values` (its `own` fields, each row's, left
-        None); `values` name the shared objects (thresholds, checks) by id: the template holds them."""
+        None), its fields in the order the comparison writes them; `values` name the shared objects
+        (thresholds, checks) by id: the template holds them."""
         template = self._shared.get(values)
         if template is None:
-            template = {k: tuple(v) if type(v) is list else v for k, v in d.items()}  # never a row's own list
+            order = _GOLDEN if "scope" in d else _METRICS
+            template = {k: tuple(d[k]) if type(d[k]) is list else d[k] for k in order}  # never a row's own list
             template = self._shared[values] = {**template, **dict.fromkeys(own)}
         return template
 
     def _unpack(self, key: str, row: tuple) -> dict:
         model, sequence, time_ms, png, digest, size, env, gpng, approval, metrics, render_s, compare_s, blank, \
-            missing = row
+            missing, folder = row
         golden = dict(approval)  # the shared template's copy: its lists copied too, so a reader's change stays its own
-        golden["digest"], golden["png"], golden["path"] = digest, gpng, f"{self._images}/{gpng}.png"
+        golden["digest"], golden["png"], golden["path"] = digest, gpng, f"{folder}{gpng}.png"
         golden["missing"] = list(golden["missing"])
         m = dict(metrics)
         m["digest"] = m["golden_digest"] = digest
