@@ -65,6 +65,7 @@ def _compare_and_print(args, report_dir) -> dict:
     job = load_job(args.run, args.out)
     folder = goldens_dir(args.goldens, job)
     results = results_for(job, folder, allow_new=args.allow_new, fresh=args.fresh)
+    del job  # the report needs the results only: the job's traces are not held while it is written
     html = write_reports(results, report_dir, args.image_base, args.report_url)
     print_results(results, getattr(args, "json", False), limit=args.limit, report=html)
     return results

@@ -49,8 +49,9 @@ import numpy as np
 from farm.compare.heatmaps import diff_heatmap, ssim_heatmap
 from farm.compare.metrics import Comparison, compare, recorded_thresholds
 from farm.compare.status import statuses
-from farm.files import json_wide_encoded
-from farm.goldens.index import GoldenIndex, env_key, now
+from farm.compare.table import ResultTable
+from farm.files import json_wide_encoded, read_wide_json
+from farm.goldens.index import GENERIC, GoldenIndex, env_key, now
 from farm.images import blank_reason, image_digest, png_bytes, read_png, read_png_header
 from farm.plan.causes import CAUSE_HINTS
 from farm.plan.keys import legacy_key, parse_key
@@ -132,6 +133,18 @@ class _Frame:
         self.render_s = float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None
         self.env = sys.intern(env_key(self.gl))  # one string per environment, not per trace
 
+    @classmethod
+    def approved(cls, store, png: str, record: Mapping) -> _Frame:
+        """A frame whose PNG bytes are the approved image `record`'s own (the same sha256), known without
+        reading them: the golden's file is these bytes, so its size, GL environment, pixel digest and
+        blank mark are the record's (farm.goldens.index). Read nothing: no GET per frame on S3."""
+        self = cls.__new__(cls)
+        self.png, self.ref, self.rgba, self._data = png, store.image_ref(png), None, None
+        self.size, self.gl, self.render_s = list(record["size"]), record["gl"], None
+        self.env = sys.intern(env_key(self.gl))
+        self.same_as(record)
+        return self
+
     def _decode(self, data: bytes) -> dict | None:
         self.rgba, trace = read_png(data)
         self.digest = image_digest(self.rgba)
@@ -155,6 +168,23 @@ class _Frame:
 def _approved_png(look, png: str) -> dict | None:
     """An approved image of the lookup's lines with exactly these PNG bytes (`png`: their sha256)."""
     return next((a for scope in ("env", "generic") for a in look.approved_in(scope) if a.get("png") == png), None)
+
+
+def _golden_bytes(store, index: GoldenIndex, envs: Iterable[str], key: str, t: Mapping, legacy: str | None):
+    """(frame, lookup) for a rendered trace whose PNG bytes are an approved golden's of its key, without
+    reading the image (`_Frame.approved`): the record names the GL environment, the lookup of that
+    environment finds the record as a lazy frame's would (`_approved_png`). None when no approved image
+    has these bytes, or the trace lacks what only its image would tell (its render time)."""
+    png = t.get("digest")
+    if t.get("status") != "done" or not png or "render_s" not in t:
+        return None
+    for env in envs:
+        for a in (index.line(key, env, legacy) or {}).get("approved", ()):
+            if a.get("png") == png and a.get("gl") and a.get("size") and env in (GENERIC, env_key(a["gl"])):
+                look = index.lookup(key, sys.intern(env_key(a["gl"])), legacy)
+                record = _approved_png(look, png)
+                return (_Frame.approved(store, png, record), look) if record is not None else None
+    return None
 
 
 def _unreadable(t: Mapping, e: Exception) -> str:
@@ -229,19 +259,26 @@ def _mark_golden(res: dict) -> None:
                               f" found: approve this frame once it looks right.")
 
 
-def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) -> dict:
-    res = _match_trace(job, index, key, t, heatmaps)
+def _compare_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool, envs: Iterable[str] = ()) -> dict:
+    res = _match_trace(job, index, key, t, heatmaps, envs)
     _mark_golden(res)
     return res
 
 
-def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool) -> dict:
+def _match_trace(job, index: GoldenIndex, key: str, t: Mapping, heatmaps: bool, envs: Iterable[str]) -> dict:
+    """`envs`: the index's scopes (`GoldenIndex.envs`, once per comparison), where an approved image with
+    this trace's very PNG bytes is looked for before its image is read (`_golden_bytes`)."""
     res = _trace_base(key, t)
-    frame, error = _load_frame(job.store, t, lazy=True)
-    look = None
-    if frame is not None:
-        look = index.lookup(key, frame.env, legacy_key(key, t.get("time_ms")))  # goldens approved under ms keys
-        frame, error = _known_frame(frame, look, t)
+    legacy = legacy_key(key, t.get("time_ms"))  # goldens approved under ms keys
+    known = _golden_bytes(job.store, index, envs, key, t, legacy)
+    if known is not None:
+        (frame, look), error = known, None
+    else:
+        frame, error = _load_frame(job.store, t, lazy=True)
+        look = None
+        if frame is not None:
+            look = index.lookup(key, frame.env, legacy)
+            frame, error = _known_frame(frame, look, t)
     if frame is None:
         res.update(status="error", reason=error)
         if t.get("cause"):  # failed as planned (farm.compare.status): the verdict names it once per model
@@ -392,10 +429,6 @@ def marked_note(results: Mapping) -> str | None:
             f" lists them")
 
 
-def _sort_traces(traces: dict) -> dict:
-    return dict(sorted(traces.items()))
-
-
 def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iterable[str] | None = None,
                 previous: dict | None = None, heatmaps: bool = True,
                 write: bool = True) -> dict:
@@ -407,18 +440,22 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
     jobs/<id>/comparison.json unless `write` is False.
     """
     index = GoldenIndex.load(goldens)
+    envs = sorted(index.envs())
     if keys is not None and previous is not None:
         traces = dict(previous["traces"])
         for k in keys:
             if k in job.traces:
-                traces[k] = _timed(_compare_trace, job, index, k, job.traces[k], heatmaps)
+                traces[k] = _timed(_compare_trace, job, index, k, job.traces[k], heatmaps, envs)
+        traces = ResultTable(sorted(traces.items()))
     else:
-        traces = {k: _timed(_compare_trace, job, index, k, t, heatmaps) for k, t in sorted(job.traces.items())}
+        traces = ResultTable()
+        for k, t in sorted(job.traces.items()):
+            traces[k] = _timed(_compare_trace, job, index, k, t, heatmaps, envs)
     results = {
         "format": FORMAT, "kind": "goldens", "job": job.id, "name": job.data.get("name"),
         "store": job.store.location, "manifest": job.data.get("manifest"), "goldens": str(Path(goldens).absolute()),
         "goldens_digest": index.digest(), "job_digest": _job_digest(job), "created": _now(),
-        "traces": _sort_traces(traces),
+        "traces": traces,
     }
     verdict(results, allow_new)
     if write:
@@ -427,11 +464,24 @@ def compare_run(job, goldens: str | Path, *, allow_new: bool = False, keys: Iter
 
 
 def load_results(job, name: str = COMPARISON) -> dict | None:
-    raw = job.store.read_artefact(job.id, name)
-    try:
-        data = json.loads(raw.decode("utf-8")) if raw is not None else None
-    except ValueError:
+    """A stored comparison (None when absent, not JSON or of another format), its traces read a block of
+    lines at a time into a `ResultTable` (a 100k-trace document, about 170 MB, is never all dicts); an
+    older, indented document is read whole."""
+    file = job.store.open_artefact(job.id, name)
+    if file is None:
         return None
+    table = ResultTable()
+    with file:
+        try:
+            data = read_wide_json(file.read, {"traces": table.update})
+            if "traces" in data:
+                data["traces"] = table
+        except ValueError:
+            file.seek(0)
+            try:
+                data = json.loads(file.read().decode("utf-8"))
+            except ValueError:
+                return None
     if not isinstance(data, dict):
         return None
     return data if data.get("format") == FORMAT else None

@@ -235,6 +235,19 @@ def entry_order(key: tuple[str, str]) -> tuple:
     return (trace, env != GENERIC, env)
 
 
+def _lines(text: str) -> Iterator[str]:
+    """`text.splitlines()` one line at a time (never a list of every line of a large index)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        end = size if end < 0 else end
+        piece = text[start:end]
+        yield from piece.splitlines() or [""]
+        if end < size and piece and piece[-1] != "\r" and piece[-1].splitlines() == [""]:  # a break, then \n
+            yield ""
+        start = end + 1
+
+
 def _check_entry(obj, where: str) -> dict:
     if not isinstance(obj, dict):
         raise GoldenError(f"{where}: expected a JSON object")
@@ -345,7 +358,7 @@ class GoldenIndex:
     def parse(text: str, where: str = INDEX_NAME) -> dict[tuple[str, str], dict]:
         entries: dict[tuple[str, str], dict] = {}
         memo: dict = {}
-        for no, line in enumerate(text.splitlines(), 1):
+        for no, line in enumerate(_lines(text), 1):
             if not line.strip():
                 continue
             try:
@@ -363,17 +376,24 @@ class GoldenIndex:
             entries[key] = _shared(canonical_entry(obj), memo)
         return entries
 
-    def text(self) -> str:
-        lines = [json.dumps({"format": FORMAT})]
+    def lines(self) -> Iterator[str]:
+        """The index file's lines (without their newlines): the header, then each entry in order."""
+        yield json.dumps({"format": FORMAT})
         for key in sorted(self.entries, key=entry_order):
             entry = self.entries[key]
             if entry.get("approved") or entry.get("rejected"):
-                lines.append(entry_line(entry))
-        return "\n".join(lines) + "\n"
+                yield entry_line(entry)
+
+    def text(self) -> str:
+        return "".join(f"{line}\n" for line in self.lines())
 
     def digest(self) -> str:
-        """sha256 of the index text (what a comparison was made against)."""
-        return hashlib.sha256(self.text().encode("utf-8")).hexdigest()
+        """sha256 of the index text (what a comparison was made against), hashed a line at a time (the text
+        of a 100k-trace index is about 50 MB)."""
+        h = hashlib.sha256()
+        for line in self.lines():
+            h.update(f"{line}\n".encode())
+        return h.hexdigest()
 
     def save(self) -> None:
         atomic_write(self.index_path, self.text().encode("utf-8"))

@@ -34,13 +34,14 @@ frames across times (its time as ``*``), what the report groups into filmstrips.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import field, make_dataclass, replace
 
 from farm.settings import RENDER_SETTINGS, SIZE
 
-__all__ = ["KEY_SETTINGS", "TraceKeyError", "TraceKey", "key_time_pct", "legacy_key", "parse_key", "percent_text",
-           "timeless_key", "trace_key_for"]
+__all__ = ["KEY_SETTINGS", "TraceKeyError", "TraceKey", "key_time_pct", "legacy_key", "model_and_rest", "parse_key",
+           "percent_text", "timeless_key", "trace_key_for"]
 
 NO_SEQUENCE = "-"
 # The settings a key names after the model, sequence and time (farm.settings.RENDER_SETTINGS' `key`):
@@ -167,8 +168,43 @@ def timeless_key(key: str) -> str:
     """`key` with ``*`` for its time (``models/crate.mdx|Stand|*|auto|...``): the one name of every
     frame of a model, sequence, camera and size (every key field but the time) across timestamps, ms
     and fractions alike (the report's filmstrips, farm.report.strips). TraceKeyError for a non-key."""
-    k = parse_key(key)
+    parts = _timeless_parts(key)
+    if parts is not None:
+        return parts[1] + "*" + parts[2]
+    k = parse_key(key)  # the error names the key itself
     return _join(k.model, k.sequence, "*", k)
+
+
+def model_and_rest(key: str) -> tuple[str, str]:
+    """`parse_key(key)`'s model and `rest` (the key without its model part: a test case's name), parsing a
+    model, sequence and settings once for all its times. TraceKeyError for a non-key."""
+    parts = _timeless_parts(key)
+    if parts is None:
+        k = parse_key(key)
+        return k.model, k.rest
+    time = key.split("|", 3)[2]
+    t = _TIME.fullmatch(time)
+    head = parts[1].split("|", 1)[1]
+    return parts[0], f"{head}{_time_part(int(t.group(1))) if t else time}{parts[2]}"
+
+
+def _timeless_parts(key: str) -> tuple[str, str, str] | None:
+    """(model, the canonical key up to its time, from after it) of a key whose time parse_key takes; None
+    when it does not parse (the caller parses it again, for the error naming the key itself)."""
+    parts = str(key).split("|", 3)
+    if len(parts) == 4 and (_TIME.fullmatch(parts[2]) or key_time_pct(key)):  # the time as parse_key takes it
+        try:
+            return _untimed(parts[0], parts[1], parts[3])  # one parse for every time of a model, sequence, ...
+        except TraceKeyError:
+            return None
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _untimed(model: str, sequence: str, rest: str) -> tuple[str, str, str]:
+    k = parse_key(f"{model}|{sequence}|0ms|{rest}")
+    parts = _join(k.model, k.sequence, "*", k).split("|")  # no part holds a "|" of its own (_esc)
+    return k.model, f"{parts[0]}|{parts[1]}|", "|" + "|".join(parts[3:])
 
 
 def legacy_key(key: str, time_ms: int | None) -> str | None:

@@ -30,10 +30,11 @@ from farm.compare.metrics import thresholds_text
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
 from farm.escape import html_finalize
 from farm.files import atomic_write, json_wide_chunks, write_chunks
+from farm.report.cards import card_html, row_html, strip_cells_html, strip_heads_html
 from farm.report.images import ReportImages, heatmap_relpath, image_relpath
 from farm.report.junit import write_junit
 from farm.report.markdown import markdown_summary
-from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, sort_traces
+from farm.report.model import approve_command, compact_cells, counts_view, metric_rows, report_order
 from farm.report.pages import MATCH_LIMIT, Page, page_url, plan_pages, row_files
 from farm.report.published import report_origin
 from farm.report.strips import FilmStrip, filmstrips, time_text
@@ -159,7 +160,7 @@ def build_views(results: dict, out: Path, serve: dict | None = None, traces: lis
     src = _Sources(results, out, prefix, placed)
     diff = src.diff
     views = []
-    for t in sort_traces(results["traces"].values()) if traces is None else traces:
+    for t in report_order(results["traces"]) if traces is None else traces:
         new_src, golden_src, diff_src = src.frames(t)
         size = t.get("size") or (t.get("metrics") or {}).get("golden_size") or [128, 128]
         rows = metric_rows(t)
@@ -221,8 +222,10 @@ def build_strip_views(results: dict, views: list[dict], serve: dict | None = Non
     """The filmstrips of the page (farm.report.strips; `strips`, default all of them), each frame with its
     view's images and status."""
     by_key = {v["key"]: v for v in views}
+    labels = (("golden", "base"), ("new", "head")) if results.get("kind") == "diff" else (("golden", "golden"),
+                                                                                          ("new", "new"))
     out = []
-    for strip in filmstrips(results["traces"].values()) if strips is None else strips:
+    for strip in filmstrips(results["traces"]) if strips is None else strips:
         frames = [_strip_frame(strip, i, by_key.get(t["key"], {})) for i, t in enumerate(strip.frames)]
         keys = [f["key"] for f in frames if f["approvable"]]
         first = by_key.get(strip.frames[0]["key"], {})
@@ -234,7 +237,8 @@ def build_strip_views(results: dict, views: list[dict], serve: dict | None = Non
             "w": first.get("w", 128), "h": first.get("h", 128), "collapsed": group_of(strip.status) == "passed",
             "approve": approve_command(results, extra=tuple(x for k in keys for x in ("--trace", k))) if keys
             else None, "can_decide": serve is not None and any(by_key[k].get("can_decide") for k in keys),
-            "approvable": len(keys),
+            "approvable": len(keys), "heads": Markup(strip_heads_html(frames)),
+            "cells": {row: Markup(strip_cells_html(frames, row, label)) for row, label in labels},
         })
     return out
 
@@ -269,12 +273,16 @@ def render_html(results: dict, views: list[dict], serve: dict | None = None, pag
              else f"modelfarm: {results['job']}")
     strips = page["strips"] if "strips" in page else build_strip_views(results, views, serve)
     max_side = max([max(v["w"], v["h"]) for v in views] + [max(s["w"], s["h"]) for s in strips] or [128])
+    new_label, golden_label = ("head", "base") if diff else ("new", "golden")
+    pick = bool(serve) and not diff
     return _env().get_template("report.html.j2").render(
+        rows=Markup("".join(row_html(v, pick) for v in views)),
+        cards=Markup("".join(card_html(v, new_label, golden_label) for v in views)),
         strips=strips, failing_strips=sum(1 for s in strips if s["failing"]),
         title=title if count == 1 else f"{title} (page {number} of {count})", results=results, views=views,
         diff=diff, counts=counts, statuses=statuses, head=page["head"] if "head" in page else counts_view(results),
         labels=LABELS, models=models, serve=serve, zoom=2 if max_side <= 160 else 1,
-        new_label="head" if diff else "new", golden_label="base" if diff else "golden",
+        new_label=new_label, golden_label=golden_label,
         root="" if number == 1 else "../", page_number=number, page_count=count,
         pager=_pager(number, count) if count > 1 else [], row_files=page.get("row_files", 0),
         match_limit=MATCH_LIMIT, total=counts.get("total", len(views)),
@@ -321,8 +329,8 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
         if f.is_file():
             atomic_write(out / "static" / f.name, f.read_bytes())
     results = {**results, "origin": report_origin(results, out, report_url)}  # for farm approve REPORT
-    order = sort_traces(results["traces"].values())
-    strips = filmstrips(results["traces"].values())
+    order = report_order(results["traces"])  # read a trace at a time: farm.compare.table
+    strips = filmstrips(results["traces"])
     pages = plan_pages(order, strips)
     _clear_pages(out, len(pages))
     files = 0
@@ -342,7 +350,8 @@ def write_report(results: dict, out_dir: str | Path, *, serve: dict | None = Non
     write_junit(paths["junit"], results, out)
     md_views = _markdown_views(results, out, order, first, markdown_limit)
     atomic_write(paths["markdown"], markdown_summary(results, md_views, image_base=image_base, limit=markdown_limit,
-                                                     report_url=report_url, strips=strips).encode("utf-8"))
+                                                     report_url=report_url, strips=strips,
+                                                     in_order=order).encode("utf-8"))
     write_chunks(paths["results"], json_wide_chunks(results, "traces"))
     return paths
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from farm.compare.status import PASSING, outcome
 from farm.escape import xml as xml_text
 from farm.files import write_chunks
-from farm.plan.keys import parse_key
+from farm.plan.keys import model_and_rest
 from farm.report.images import heatmap_relpath, image_relpath
 
 __all__ = ["attachment_path", "case_names", "junit_chunks", "junit_xml", "write_junit"]
@@ -56,10 +56,10 @@ _x = xml_text  # every name and text of the file: what XML 1.0 can carry (farm.e
 def case_names(key: str) -> tuple[str, str]:
     """(classname, name) of a trace's test case (see the module docstring)."""
     try:
-        k = parse_key(key)
+        model, rest = model_and_rest(key)
     except ValueError:
         return NO_CLASS, key
-    return k.model.replace(".", "_").replace("/", "."), k.rest
+    return model.replace(".", "_").replace("/", "."), rest
 
 
 def _seconds(t: dict) -> float:

@@ -32,7 +32,7 @@ import html
 
 from farm.compare.status import FAILING, FRESH, statuses, verdict_word
 from farm.escape import markdown
-from farm.report.model import approve_command, sort_traces
+from farm.report.model import approve_command, report_order
 from farm.report.strips import filmstrips
 from farm.settings import SettingError, check_image_base
 
@@ -162,7 +162,7 @@ def _strip_lines(results: dict, link: str | None, strips: list | None = None) ->
     """One line per failing filmstrip (of `strips`, default the results' own): its status, name (linked
     to its anchor in the full report when there is a link), its frames' counts and where in time it fails."""
     lines = []
-    for strip in filmstrips(results["traces"].values()) if strips is None else strips:
+    for strip in filmstrips(results["traces"]) if strips is None else strips:
         if not strip.failing:
             continue
         name = f"<code>{_cell(strip.name)}</code>"
@@ -207,7 +207,8 @@ def _fit(assemble, tables: list, details: list[str], strips: list[str], max_char
 
 def markdown_summary(results: dict, views: list[dict] | None = None, *, image_base: str | None = None,
                      limit: int = 10, report_url: str | None = None, max_chars: int = MAX_CHARS,
-                     strips: list | None = None) -> str:
+                     strips: list | None = None, in_order=None) -> str:
+    """`in_order`: the traces in report order when the caller has them (farm.report.model.report_order)."""
     diff = results.get("kind") == "diff"
     counts = results.get("counts", {})
     if diff:
@@ -235,7 +236,7 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
     if results.get("problems") or results.get("notes"):
         head_lines.append("")
 
-    traces = sort_traces(results["traces"].values())
+    traces = report_order(results["traces"]) if in_order is None else in_order
     table_rows, shown = _tables(traces, {v["key"]: v for v in views or []}, image_base, limit, diff)
     strip_lines = _strip_lines(results, link, strips)
     tail_lines = []
@@ -247,9 +248,10 @@ def markdown_summary(results: dict, views: list[dict] | None = None, *, image_ba
         if counts.get("fail"):
             tail_lines.append(f"    {approve_command(results, extra=('--failed',), source=source)}")
         tail_lines.append("")
-    rest = [t for t in traces if t["key"] not in shown]
     rest_lines = []
-    for t in rest:
+    for t in traces:
+        if t["key"] in shown:
+            continue
         ssim, over, _ = _metrics(t)
         extra = f" (SSIM {ssim}, {over} off)" if ssim != "-" else ""
         rest_lines.append(f"- {t['status']}: <code>{_cell(t['key'])}</code>{extra}")

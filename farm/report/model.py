@@ -11,14 +11,16 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 from farm.compare.metrics import metric_checks
 from farm.compare.status import GROUP_ORDER, LABELS, REPORT_ORDER, STATUS_ORDER, group_of, verdict_word
+from farm.compare.table import LazyTraces
 
 __all__ = ["MARK_FLAGS", "approve_command", "approve_flags", "bulk_commands", "compact_cells", "counts_view",
            "metric_rows",
-           "shell_path", "sort_traces"]
+           "report_order", "shell_path", "sort_traces", "trace_rank"]
 
 
 def shell_path(path: str | Path) -> str:
@@ -49,7 +51,7 @@ def approve_flags(results: dict, key: str | None = None, extra: tuple = ()) -> l
         chosen = [traces[key]] if key in traces else []
     else:
         wanted = {_SELECTED[x] for x in extra if x in _SELECTED}
-        chosen = [t for t in traces.values() if t.get("status") in wanted]
+        chosen = [t for t in traces.values() if t.get("status") in wanted] if wanted else []
     return [flag for m, flag in MARK_FLAGS.items() if any(t.get(m) for t in chosen)]
 
 
@@ -71,17 +73,25 @@ def approve_command(results: dict, verb: str = "approve", key: str | None = None
     return " ".join(shlex.quote(str(p)) for p in parts)
 
 
+def trace_rank(t: Mapping) -> tuple:
+    """A trace's place in the report's order (`sort_traces`; unique: the key is its last part)."""
+    m = t.get("metrics") or {}
+    ssim = m.get("ssim")
+    return (GROUP_ORDER[group_of(t["status"])], STATUS_ORDER.get(t["status"], 9),
+            0 if t.get("match") == "similar" else 1,
+            ssim if ssim is not None else -2.0, -(m.get("pixels_over") or 0.0), t.get("model") or "",
+            str(t.get("sequence")), t.get("time_ms") or 0, t["key"])
+
+
 def sort_traces(traces) -> list[dict]:
     """Failures first (then new, then passed); within a status the worst SSIM first."""
-    def rank(t):
-        m = t.get("metrics") or {}
-        ssim = m.get("ssim")
-        return (GROUP_ORDER[group_of(t["status"])], STATUS_ORDER.get(t["status"], 9),
-                0 if t.get("match") == "similar" else 1,
-                ssim if ssim is not None else -2.0, -(m.get("pixels_over") or 0.0), t.get("model") or "",
-                str(t.get("sequence")), t.get("time_ms") or 0, t["key"])
+    return sorted(traces, key=trace_rank)
 
-    return sorted(traces, key=rank)
+
+def report_order(traces: Mapping[str, Mapping]) -> LazyTraces:
+    """The traces of a results mapping in `sort_traces` order, read one at a time as they are reached (a
+    report of a million traces never holds them all as dicts: farm.compare.table)."""
+    return LazyTraces(traces, [k for _, k in sorted((trace_rank(t), k) for k, t in traces.items())])
 
 
 def _row(check: dict, value: str) -> dict:

@@ -13,11 +13,13 @@ here judges a frame: the statuses are the comparison's.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from farm.compare.status import LABELS, REPORT_ORDER, group_of
+from farm.compare.table import LazyTraces
 from farm.plan.keys import TraceKeyError, key_time_pct, parse_key, timeless_key
-from farm.report.model import sort_traces
+from farm.report.model import trace_rank
 
 __all__ = ["FilmStrip", "filmstrips", "strip_anchor", "time_text"]
 
@@ -45,7 +47,7 @@ def time_text(t: dict) -> str:
 @dataclass(frozen=True)
 class FilmStrip:
     name: str  # the frames' timeless key (farm.plan.keys.timeless_key)
-    frames: tuple[dict, ...]  # trace results, in time order
+    frames: Sequence[dict]  # trace results, in time order (read as they are reached: LazyTraces)
     worst: int  # the index in `frames` of the worst frame
 
     @property
@@ -93,29 +95,31 @@ class FilmStrip:
         return text
 
 
-def _in_time_order(frames: list[dict]) -> tuple[dict, ...]:
-    def when(t):
-        ms = _time_ms(t)
-        return (ms is None, ms or 0, t["key"])
-
-    return tuple(sorted(frames, key=when))
+def _when(t: Mapping) -> tuple:
+    ms = _time_ms(t)
+    return ms is None, ms or 0, t["key"]
 
 
 def filmstrips(traces) -> list[FilmStrip]:
-    """The strips of `traces` (trace results): those whose keys differ only in their time, two or
-    more each, in time order; the strips in the report's order of their worst frames."""
-    groups: dict[str, list[dict]] = {}
-    for t in traces:
+    """The strips of `traces` (trace results: a mapping key -> result, such as a comparison's, or an
+    iterable of results): those whose keys differ only in their time, two or more each, in time order;
+    the strips in the report's order of their worst frames. A strip holds its frames' keys and reads each
+    frame from the mapping when it is reached (farm.compare.table.LazyTraces), so the strips of a large
+    run do not hold its results as dicts."""
+    table = traces if isinstance(traces, Mapping) else {t["key"]: t for t in traces}
+    groups: dict[str, list[tuple]] = {}
+    for key, t in table.items():
         try:
             name = timeless_key(t["key"])
         except TraceKeyError:  # not a trace key: it stays a trace of its own
             continue
-        groups.setdefault(name, []).append(t)
-    strips = {}
+        groups.setdefault(name, []).append((_when(t), trace_rank(t), key))
+    strips = []
     for name, frames in groups.items():
         if len(frames) < 2:
             continue
-        ordered = _in_time_order(frames)
-        worst = sort_traces(ordered)[0]
-        strips[worst["key"]] = FilmStrip(name, ordered, next(i for i, t in enumerate(ordered) if t is worst))
-    return [strips[t["key"]] for t in sort_traces(s.frames[s.worst] for s in strips.values())]
+        frames.sort(key=lambda f: f[0])
+        worst = min(range(len(frames)), key=lambda i: frames[i][1])  # the first in sort_traces order
+        strips.append((frames[worst][1], FilmStrip(name, LazyTraces(table, [f[2] for f in frames]), worst)))
+    strips.sort(key=lambda s: s[0])
+    return [s for _, s in strips]

@@ -22,7 +22,7 @@ def summary_text(results: dict, limit: int = 20, report: str | Path | None = Non
     order = statuses(results.get("kind"))
     parts = ", ".join(f"{c[s]} {s}" for s in order if c.get(s))
     lines = [f"{head}: {parts or 'nothing'} of {c['total']} traces ({results['compared']} compared)"]
-    interesting = [t for t in sort_traces(results["traces"].values()) if t["status"] not in PASSING]
+    interesting = sort_traces(t for t in results["traces"].values() if t["status"] not in PASSING)
     for t in interesting[:limit]:
         reason = f": {t['reason']}" if t.get("reason") and t["status"] != "new" else ""
         lines.append(f"  {t['status']:<8} {t['key']}{reason}")

@@ -529,6 +529,12 @@ class Store:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
+    def open_artefact(self, job_id: str, name: str):
+        """The job's artefact `name` as a binary file to read in pieces (a document too large to hold whole:
+        farm.compare.runs.load_results), from `local_path`; None when there is none."""
+        path = self.local_path(self._artefact_ref(job_id, name))
+        return open(path, "rb") if path is not None else None
+
     def _artefact_ref(self, job_id: str, name: str) -> str:
         norm = posixpath.normpath(name)
         if name.startswith("/") or norm == "." or norm.split("/")[0] == "..":
