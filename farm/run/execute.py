@@ -357,6 +357,7 @@ class _Delivery:
     frames: list[FrameResult] = field(default_factory=list)
     work: Work | None = None
     failed: int = 0  # frames of this delivery that failed so far
+    along: set = field(default_factory=set)  # keys recorded along the way where they were kept (_keep)
 
     def finish(self, error: str | None = None) -> BatchResult:
         """The batch's result, recorded; with `error`, every frame not done yet fails with it."""
@@ -374,7 +375,8 @@ class _Delivery:
     def progress(self, failed: int, new: FrameResult | None = None) -> None:
         """After a frame: a done frame's image is stored, so it is recorded at once (merged in with
         the others: a hard kill after this never reports it failed)."""
-        if new is not None and new.status == "done" and len(self.frames) < len(self.batch.keys):
+        if new is not None and new.status == "done" and len(self.frames) < len(self.batch.keys) \
+                and new.key not in self.along:
             self.kind.record_along(self.store, self.job_id, BatchResult(self.batch.id, [new], self.attempt))
         if self.on_frame:
             self.on_frame(len(self.frames), len(self.batch.keys), failed)
@@ -406,10 +408,12 @@ class _Delivery:
                 budgets: Budgets) -> BatchResult:
         """Render the frames in turn; each frame's keep (encoding, storing) runs behind the render
         thread (farm.run.behind), which goes on with the next frame; results are taken in order."""
-        batch, kind = self.batch, self.kind
+        batch = self.batch
         ahead = _ahead(renderer, batch, work, before)
         given = _context(renderer, context)
-        behind = Behind(KEEP_BEHIND if sum(k not in before for k, _ in work.frames) > 1 else 0)
+        todo = [k for k, _ in work.frames if k not in before]
+        behind = Behind(KEEP_BEHIND if len(todo) > 1 else 0)
+        last = todo[-1] if todo else None
         self.failed = 0
         try:
             for key, t in work.frames:
@@ -425,7 +429,7 @@ class _Delivery:
                     self._take(behind, True, renderer, model, budgets, abort)
                     self._add(frame)
                     continue
-                behind.put((key, t, started), kind.keep, batch, self.store, model, frame, key, t, work)
+                behind.put((key, t, started), self._keep, model, frame, key, t, work, key != last)
                 self._take(behind, False, renderer, model, budgets, abort)
             self._take(behind, True, renderer, model, budgets, abort)
         except _Stopped as stop:  # the frames done so far stay done, those being kept too
@@ -439,6 +443,16 @@ class _Delivery:
         finally:
             behind.close()
         return self.finish()
+
+    def _keep(self, model, frame, key: str, t: int, work: Work, along: bool) -> FrameResult:
+        """A frame's keep and, once its image is stored, its record along the way (but the last's: the
+        batch's end records it), one after the other in the keep's thread: a hard kill between the
+        two is as narrow as when the render thread did both (a stored frame is never reported failed)."""
+        kept = self.kind.keep(self.batch, self.store, model, frame, key, t, work)
+        if along and kept.status == "done":
+            self.kind.record_along(self.store, self.job_id, BatchResult(self.batch.id, [kept], self.attempt))
+            self.along.add(key)
+        return kept
 
     def _render(self, renderer, model, digest, key: str, t: int, ahead: dict, given: dict, budgets: Budgets):
         with frame_deadline(budgets.frame_seconds):

@@ -85,14 +85,8 @@ def _folder_of(root: Path) -> Path:
     return root.parent if root.is_file() else root
 
 
-def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfile=None,
-                errors: list[str] | None = None, names: list[str] | None = None,
-                follow_links: bool = False) -> list[Found]:
-    """Every model file under `roots`, and every model inside the map and MPQ archives there
-    (`maps/keep.w3x:war3mapImported/Ghost.mdx`); an archive that cannot be listed (no (listfile)
-    and no `listfile` given) is named in `errors` instead, and so is a model or archive that is a
-    link whose real path leaves every root named (refused unless `follow_links`: a site rendering
-    uploads must not read /etc/passwd through a link; issue 34 item 4)."""
+def _checked_roots(roots: list[str | Path]) -> list[Path]:
+    """The roots as absolute paths, each a folder, a model file or an archive (else FindError)."""
     resolved: list[Path] = []
     for r in roots:
         p = Path(r).absolute()
@@ -104,6 +98,18 @@ def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfil
         if not (p.is_dir() or p.is_file()):
             raise FindError(f"{r}: not a folder")
         resolved.append(p)
+    return resolved
+
+
+def find_models(roots: list[str | Path], exclude: list[str | Path] = (), listfile=None,
+                errors: list[str] | None = None, names: list[str] | None = None,
+                follow_links: bool = False) -> list[Found]:
+    """Every model file under `roots`, and every model inside the map and MPQ archives there
+    (`maps/keep.w3x:war3mapImported/Ghost.mdx`); an archive that cannot be listed (no (listfile)
+    and no `listfile` given) is named in `errors` instead, and so is a model or archive that is a
+    link whose real path leaves every root named (refused unless `follow_links`: a site rendering
+    uploads must not read /etc/passwd through a link; issue 34 item 4)."""
+    resolved = _checked_roots(roots)
     skip = {os.path.realpath(x) for x in exclude}
     fences = None if follow_links else [Path(os.path.realpath(_folder_of(p))) for p in resolved]
     errors = [] if errors is None else errors
