@@ -234,14 +234,7 @@ class LineAppender:
                 raise type(e)(e.errno, e.strerror, str(self.path)) from e
             return
         try:
-            size = os.fstat(self._fd).st_size
-            try:
-                if os.write(self._fd, line) != len(line):  # cut short: the disk filled part way
-                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, size)
-                raise
+            _write_whole(self._fd, line, os.fstat(self._fd).st_size)
         except OSError as e:
             raise type(e)(e.errno, e.strerror, str(self.path)) from e
 
@@ -274,20 +267,26 @@ def append_line(path: str | Path, line: bytes, *, keep: int | None = None, sync:
         elif size and os.pread(fd, 1, size - 1) != b"\n":  # a torn line: cut it off
             size = _whole_lines_end(fd, size)
             os.ftruncate(fd, size)
-        try:
-            if os.write(fd, line) != len(line):  # cut short: the disk filled part way
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            if sync:
-                os.fsync(fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, size)
-            raise
+        _write_whole(fd, line, size, sync)
     except OSError as e:
         raise type(e)(e.errno, e.strerror, str(path)) from e
     finally:
         os.close(fd)
     return size
+
+
+def _write_whole(fd: int, line: bytes, size: int, sync: bool = False) -> None:
+    """One O_APPEND write of `line` to `fd` (then fsync when `sync`); a write cut short or failing
+    cuts the file back to `size`, its length before, and raises."""
+    try:
+        if os.write(fd, line) != len(line):  # cut short: the disk filled part way
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if sync:
+            os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
 
 
 def read_json_lines(path: str | Path) -> list[dict]:
